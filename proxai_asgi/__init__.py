@@ -1,0 +1,1 @@
+"""proxai_asgi: any LLM client protocol against any LLM upstream protocol."""

@@ -1,0 +1,316 @@
+"""The hub model: what every protocol codec maps its wire shapes to and from.
+
+A translated exchange is always ``client codec -> canonical -> upstream codec`` for the
+request and the reverse for the answer, so no codec knows which protocol is on the
+other side. The model is deliberately small: it holds what at least two protocols can
+express; anything only one protocol has is handled (or reported) inside that codec.
+
+Conventions
+- Token usage follows OpenAI semantics: ``input_tokens`` counts *all* prompt tokens,
+  cache reads and cache writes included; the Anthropic codec subtracts on the way out.
+- Tool arguments are always a JSON *string* here (``ToolCall.arguments``); the
+  Anthropic codec parses/serialises its ``input`` object at its own boundary.
+- Stream events carry a decoder-assigned ``index`` that is unique per stream; encoders
+  allocate their own wire identifiers (Anthropic block index, Chat tool index,
+  Responses item id / output_index) from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+Role = Literal["user", "assistant", "tool"]
+StopReason = Literal[
+    "end_turn",
+    "max_tokens",
+    "stop_sequence",
+    "tool_use",
+    "pause_turn",
+    "refusal",
+    "content_filter",
+]
+ToolKind = Literal["function", "custom"]
+
+
+# --------------------------------------------------------------------------- parts
+
+
+class Text(msgspec.Struct, tag="text", kw_only=True):
+    text: str
+    # Anthropic ``cache_control`` (kept only toward Anthropic; dropped elsewhere).
+    cache_control: dict[str, Any] | None = None
+    # Citations / annotations in a neutral shape (see ``Citation``).
+    citations: list[Citation] | None = None
+
+
+class Citation(msgspec.Struct, kw_only=True):
+    """A URL citation; the only kind all three protocols can carry."""
+
+    url: str
+    title: str | None = None
+    cited_text: str | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+
+
+class Image(msgspec.Struct, tag="image", kw_only=True):
+    """Exactly one of ``url`` / ``data`` is set. ``data`` is base64 without a prefix."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    detail: str | None = None
+    cache_control: dict[str, Any] | None = None
+
+
+class File(msgspec.Struct, tag="file", kw_only=True):
+    """A document (PDF, text). One of ``data`` (base64), ``url``, ``file_id`` or ``text``."""
+
+    data: str | None = None
+    url: str | None = None
+    file_id: str | None = None
+    text: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+    cache_control: dict[str, Any] | None = None
+
+
+class Refusal(msgspec.Struct, tag="refusal", kw_only=True):
+    text: str
+
+
+class Reasoning(msgspec.Struct, tag="reasoning", kw_only=True):
+    """Model reasoning: Anthropic thinking / redacted_thinking, Responses reasoning
+    items, Chat ``reasoning_content``.
+
+    Opaque carriers are kept so a client can replay them: ``signature`` (Anthropic),
+    ``redacted`` (Anthropic redacted_thinking data), ``encrypted_content`` (Responses).
+    ``reasoning_carry`` packs one protocol's carrier into the other's field.
+    """
+
+    text: str = ""
+    summary: bool = False  # text is a summary (Responses summary_text), not raw reasoning
+    signature: str | None = None
+    redacted: str | None = None
+    encrypted_content: str | None = None
+    item_id: str | None = None
+
+
+class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
+    id: str
+    name: str
+    arguments: str = ""  # JSON text for function tools, raw text for custom tools
+    kind: ToolKind = "function"
+    item_id: str | None = None  # Responses item id (``fc_...``), when one exists
+
+
+class ToolResult(msgspec.Struct, tag="tool_result", kw_only=True):
+    call_id: str
+    content: list[Part] = msgspec.field(default_factory=list)
+    is_error: bool = False
+    kind: ToolKind = "function"
+    cache_control: dict[str, Any] | None = None
+
+
+class ServerToolUse(msgspec.Struct, tag="server_tool", kw_only=True):
+    """A hosted tool run by the provider (web search...). Carried only where the
+    client protocol has a shape for it; otherwise dropped and reported."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = msgspec.field(default_factory=dict)
+    result: Any = None
+
+
+Part = Text | Image | File | Refusal | Reasoning | ToolCall | ToolResult | ServerToolUse
+
+
+class Message(msgspec.Struct, kw_only=True):
+    """One conversation turn. ``tool`` turns hold only ``ToolResult`` parts; each
+    codec regroups them (Anthropic: a user turn; Chat: one message per result)."""
+
+    role: Role
+    content: list[Part]
+
+
+# ---------------------------------------------------------------------- request
+
+
+class Tool(msgspec.Struct, kw_only=True):
+    name: str
+    kind: ToolKind = "function"
+    description: str | None = None
+    parameters: dict[str, Any] | None = None  # JSON schema (function tools)
+    strict: bool | None = None
+    format: dict[str, Any] | None = None  # custom tools: grammar / text format
+    cache_control: dict[str, Any] | None = None
+
+
+class HostedTool(msgspec.Struct, kw_only=True):
+    """A provider-hosted tool definition (web_search, ...), kept raw with its protocol."""
+
+    protocol: str
+    type: str
+    raw: dict[str, Any]
+
+
+class ToolChoice(msgspec.Struct, kw_only=True):
+    mode: Literal["auto", "none", "required", "tool"]
+    name: str | None = None  # with mode == "tool"
+    kind: ToolKind = "function"
+
+
+class ResponseFormat(msgspec.Struct, kw_only=True):
+    type: Literal["text", "json_object", "json_schema"]
+    name: str | None = None
+    schema: dict[str, Any] | None = None
+    strict: bool | None = None
+    description: str | None = None
+
+
+class ReasoningConfig(msgspec.Struct, kw_only=True):
+    """``effort`` uses the OpenAI vocabulary (none/minimal/low/medium/high/xhigh);
+    ``budget_tokens`` is only set when the client itself sent one."""
+
+    effort: str | None = None
+    budget_tokens: int | None = None
+    summary: str | None = None  # auto / concise / detailed
+    enabled: bool | None = None  # explicit on/off (Anthropic thinking type)
+
+
+class Request(msgspec.Struct, kw_only=True):
+    model: str
+    messages: list[Message]
+    system: list[Text] = msgspec.field(default_factory=list)
+    tools: list[Tool] = msgspec.field(default_factory=list)
+    hosted_tools: list[HostedTool] = msgspec.field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop: list[str] = msgspec.field(default_factory=list)
+    stream: bool = False
+    include_usage: bool = False  # Chat client asked for a usage chunk
+    response_format: ResponseFormat | None = None
+    reasoning: ReasoningConfig | None = None
+    user: str | None = None  # end-user id (Chat ``user`` / Anthropic metadata.user_id)
+    metadata: dict[str, str] | None = None
+    service_tier: str | None = None
+    prompt_cache_key: str | None = None
+    # Fields that change the *kind* of answer; a target that cannot honour them
+    # rejects (or, in lossy mode, drops and reports).
+    n: int | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    previous_response_id: str | None = None
+    background: bool | None = None
+
+
+# --------------------------------------------------------------------- response
+
+
+class Usage(msgspec.Struct, kw_only=True):
+    input_tokens: int = 0  # all prompt tokens (OpenAI semantics)
+    output_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens read from cache
+    cache_creation_tokens: int = 0  # prompt tokens written to cache (Anthropic)
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class Response(msgspec.Struct, kw_only=True):
+    id: str  # upstream id as received; each client codec derives its own prefix
+    model: str
+    content: list[Part]  # Text, Refusal, Reasoning, ToolCall, ServerToolUse in order
+    stop_reason: StopReason | None = None
+    stop_sequence: str | None = None
+    refusal_explanation: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    created: int = 0
+
+
+# ------------------------------------------------------------------ stream events
+
+BlockKind = Literal["text", "reasoning", "redacted_reasoning", "tool_call", "refusal"]
+
+
+class MessageStart(msgspec.Struct, tag="message_start", kw_only=True):
+    id: str
+    model: str
+    created: int = 0
+    usage: Usage | None = None  # prompt figures when the upstream knows them early
+
+
+class BlockStart(msgspec.Struct, tag="block_start", kw_only=True):
+    index: int
+    kind: BlockKind
+    # tool_call blocks
+    call_id: str | None = None
+    name: str | None = None
+    tool_kind: ToolKind = "function"
+    # reasoning blocks
+    summary: bool = False
+    item_id: str | None = None
+    redacted: str | None = None  # redacted_reasoning payload (no deltas follow)
+    encrypted_content: str | None = None
+
+
+class BlockDelta(msgspec.Struct, tag="block_delta", kw_only=True):
+    """Text for text/reasoning/refusal blocks, an argument fragment for tool calls."""
+
+    index: int
+    text: str
+
+
+class BlockSignature(msgspec.Struct, tag="block_signature", kw_only=True):
+    """An opaque carrier for a reasoning block, once known (Anthropic signature_delta,
+    Responses encrypted_content at item done)."""
+
+    index: int
+    signature: str | None = None
+    encrypted_content: str | None = None
+
+
+class Citations(msgspec.Struct, tag="citations", kw_only=True):
+    index: int
+    citations: list[Citation]
+
+
+class BlockStop(msgspec.Struct, tag="block_stop", kw_only=True):
+    index: int
+
+
+class Finish(msgspec.Struct, tag="finish", kw_only=True):
+    """The terminal event of a successful stream: stop reason and final usage."""
+
+    stop_reason: StopReason | None
+    usage: Usage
+    stop_sequence: str | None = None
+    refusal_explanation: str | None = None
+
+
+class StreamError(msgspec.Struct, tag="error", kw_only=True):
+    """The terminal event of a failed stream."""
+
+    status: int
+    kind: str  # an ``errors.ErrorKind``
+    message: str
+
+
+StreamEvent = (
+    MessageStart
+    | BlockStart
+    | BlockDelta
+    | BlockSignature
+    | Citations
+    | BlockStop
+    | Finish
+    | StreamError
+)

@@ -1,0 +1,232 @@
+"""The contract every protocol codec implements, and the registry of codecs.
+
+A codec owns one wire protocol, both as the client side (decode requests, encode
+responses, streams and errors) and as the upstream side (encode requests, decode
+responses, streams and errors). It never knows which protocol is on the other side
+of the hub; capabilities it lacks are handled in its own encoder (translate, drop and
+report, or reject through ``TranslationReport``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
+
+from . import canonical as c
+from .errors import ProxyError, TranslationReport
+from .sse import SSEEvent
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+ProtocolName = Literal["openai_chat_completions", "openai_responses", "anthropic_messages"]
+PROTOCOLS: tuple[ProtocolName, ...] = (
+    "openai_chat_completions",
+    "openai_responses",
+    "anthropic_messages",
+)
+
+
+class RequestHead(msgspec.Struct):
+    """The two fields the middleware needs before it decides anything. Decoding only
+    these is cheap and leaves the rest of the body untouched for pass-through."""
+
+    model: str | None = None
+    stream: bool | None = None
+
+
+class UpstreamOptions(msgspec.Struct, kw_only=True):
+    """Per-upstream knobs an encoder may consult."""
+
+    default_max_tokens: int = 4096
+    lossy: bool = False
+    # Send Responses ``custom`` tools natively to a Chat upstream (OpenAI has them,
+    # most Chat-compatible servers do not, so the default wraps them as functions).
+    native_custom_tools: bool = False
+    # Chat upstreams: which max-tokens field to send (OpenAI's reasoning models accept
+    # only max_completion_tokens; some older servers only max_tokens).
+    chat_max_tokens_field: str = "max_completion_tokens"
+    # Chat upstreams: replay reasoning as ``reasoning_content`` on assistant turns
+    # (DeepSeek/Kimi-style servers require it in tool loops; OpenAI rejects it).
+    echo_reasoning_content: bool = False
+
+
+class StreamDecoder(Protocol):
+    """Upstream SSE events -> canonical stream events (sans-IO)."""
+
+    def feed(self, event: SSEEvent) -> list[c.StreamEvent]: ...
+
+    def close(self) -> list[c.StreamEvent]:
+        """End of the upstream body. Returns the held terminal events, or a
+        ``StreamError`` when the stream ended before its terminal event."""
+        ...
+
+
+class StreamEncoder(Protocol):
+    """Canonical stream events -> client SSE bytes (sans-IO)."""
+
+    def encode(self, event: c.StreamEvent) -> bytes: ...
+
+
+class Codec(Protocol):
+    name: ProtocolName
+    client_paths: tuple[str, ...]  # request paths this protocol is served on
+    upstream_path: str  # appended to the upstream base_url
+    supports_custom_tools: bool
+
+    # ---- client side
+    def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:
+        """Client body -> canonical request; ``ProxyError`` (400) for bad input."""
+        ...
+
+    def encode_response(self, response: c.Response, request: c.Request) -> bytes: ...
+
+    def stream_encoder(self, request: c.Request) -> StreamEncoder: ...
+
+    def encode_error(self, error: ProxyError) -> bytes:
+        """The JSON error body for a non-stream error."""
+        ...
+
+    # ---- upstream side
+    def encode_request(
+        self, request: c.Request, report: TranslationReport, options: UpstreamOptions
+    ) -> bytes: ...
+
+    def decode_response(self, body: bytes) -> c.Response:
+        """Upstream 2xx JSON body -> canonical response; ``ProxyError`` (502) when
+        the upstream answered something this protocol cannot contain."""
+        ...
+
+    def stream_decoder(self) -> StreamDecoder: ...
+
+    def decode_error(self, status: int, body: bytes) -> ProxyError:
+        """Upstream non-2xx body (any content) -> error with the upstream's message."""
+        ...
+
+
+def fold(events: Sequence[c.StreamEvent]) -> c.Response:
+    """A whole canonical stream folded into the response it describes.
+
+    Used when a non-streaming client meets a streaming upstream, and by tests to check
+    that streamed and non-streamed translations agree.
+    """
+    start: c.MessageStart | None = None
+    blocks: dict[int, c.Part] = {}
+    order: list[int] = []
+    finish: c.Finish | None = None
+    for ev in events:
+        if isinstance(ev, c.MessageStart):
+            start = ev
+        elif isinstance(ev, c.BlockStart):
+            part: c.Part
+            if ev.kind == "text":
+                part = c.Text(text="")
+            elif ev.kind == "refusal":
+                part = c.Refusal(text="")
+            elif ev.kind == "tool_call":
+                part = c.ToolCall(
+                    id=ev.call_id or "", name=ev.name or "", kind=ev.tool_kind, item_id=ev.item_id
+                )
+            else:
+                part = c.Reasoning(
+                    summary=ev.summary,
+                    redacted=ev.redacted,
+                    encrypted_content=ev.encrypted_content,
+                    item_id=ev.item_id,
+                )
+            blocks[ev.index] = part
+            order.append(ev.index)
+        elif isinstance(ev, c.BlockDelta):
+            p = blocks.get(ev.index)
+            if isinstance(p, (c.Text, c.Refusal, c.Reasoning)):
+                p.text += ev.text
+            elif isinstance(p, c.ToolCall):
+                p.arguments += ev.text
+        elif isinstance(ev, c.BlockSignature):
+            p = blocks.get(ev.index)
+            if isinstance(p, c.Reasoning):
+                if ev.signature is not None:
+                    p.signature = ev.signature
+                if ev.encrypted_content is not None:
+                    p.encrypted_content = ev.encrypted_content
+        elif isinstance(ev, c.Citations):
+            p = blocks.get(ev.index)
+            if isinstance(p, c.Text):
+                p.citations = (p.citations or []) + ev.citations
+        elif isinstance(ev, c.Finish):
+            finish = ev
+        elif isinstance(ev, c.StreamError):
+            raise ProxyError(ev.status, ev.message, kind=ev.kind)  # type: ignore[arg-type]
+    if start is None or finish is None:
+        raise ProxyError(502, "upstream stream ended before it finished", kind="bad_gateway")
+    return c.Response(
+        id=start.id,
+        model=start.model,
+        created=start.created,
+        content=[blocks[i] for i in order],
+        stop_reason=finish.stop_reason,
+        stop_sequence=finish.stop_sequence,
+        refusal_explanation=finish.refusal_explanation,
+        usage=finish.usage,
+    )
+
+
+def unfold(response: c.Response) -> list[c.StreamEvent]:
+    """A whole response as the canonical stream that would have produced it
+    (for a streaming client whose upstream answered with plain JSON)."""
+    out: list[c.StreamEvent] = [
+        c.MessageStart(id=response.id, model=response.model, created=response.created)
+    ]
+    for i, p in enumerate(response.content):
+        if isinstance(p, c.Text):
+            out.append(c.BlockStart(index=i, kind="text"))
+            if p.text:
+                out.append(c.BlockDelta(index=i, text=p.text))
+            if p.citations:
+                out.append(c.Citations(index=i, citations=p.citations))
+        elif isinstance(p, c.Refusal):
+            out.append(c.BlockStart(index=i, kind="refusal"))
+            out.append(c.BlockDelta(index=i, text=p.text))
+        elif isinstance(p, c.ToolCall):
+            out.append(
+                c.BlockStart(
+                    index=i,
+                    kind="tool_call",
+                    call_id=p.id,
+                    name=p.name,
+                    tool_kind=p.kind,
+                    item_id=p.item_id,
+                )
+            )
+            if p.arguments:
+                out.append(c.BlockDelta(index=i, text=p.arguments))
+        elif isinstance(p, c.Reasoning):
+            if p.redacted is not None:
+                out.append(c.BlockStart(index=i, kind="redacted_reasoning", redacted=p.redacted))
+            else:
+                out.append(
+                    c.BlockStart(
+                        index=i,
+                        kind="reasoning",
+                        summary=p.summary,
+                        item_id=p.item_id,
+                        encrypted_content=p.encrypted_content,
+                    )
+                )
+                if p.text:
+                    out.append(c.BlockDelta(index=i, text=p.text))
+                if p.signature is not None:
+                    out.append(c.BlockSignature(index=i, signature=p.signature))
+        else:
+            continue  # server tool parts have no canonical stream shape
+        out.append(c.BlockStop(index=i))
+    out.append(
+        c.Finish(
+            stop_reason=response.stop_reason,
+            usage=response.usage,
+            stop_sequence=response.stop_sequence,
+            refusal_explanation=response.refusal_explanation,
+        )
+    )
+    return out

@@ -1,0 +1,97 @@
+"""Protocol-neutral errors. Each codec renders a ``ProxyError`` in its own wire shape."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorKind = Literal[
+    "invalid_request",
+    "authentication",
+    "permission",
+    "not_found",
+    "request_too_large",
+    "rate_limit",
+    "api_error",
+    "overloaded",
+    "timeout",
+    "bad_gateway",
+    "not_implemented",
+]
+
+# The kind a bare HTTP status implies, when the upstream body says nothing better.
+_KIND_BY_STATUS: dict[int, ErrorKind] = {
+    400: "invalid_request",
+    401: "authentication",
+    403: "permission",
+    404: "not_found",
+    413: "request_too_large",
+    422: "invalid_request",
+    429: "rate_limit",
+    500: "api_error",
+    501: "not_implemented",
+    502: "bad_gateway",
+    503: "overloaded",
+    504: "timeout",
+    529: "overloaded",
+}
+
+
+def kind_for_status(status: int) -> ErrorKind:
+    if status in _KIND_BY_STATUS:
+        return _KIND_BY_STATUS[status]
+    return "invalid_request" if 400 <= status < 500 else "api_error"
+
+
+class ProxyError(Exception):
+    """An error to show the client: HTTP status, neutral kind, message, and for the
+    OpenAI shape the optional ``param`` and ``code``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        kind: ErrorKind | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind: ErrorKind = kind or kind_for_status(status)
+        self.param = param
+        self.code = code
+        # Upstream headers worth keeping on an error (retry-after, request ids).
+        self.headers = headers or []
+
+    @classmethod
+    def invalid(cls, message: str, param: str | None = None) -> ProxyError:
+        return cls(400, message, kind="invalid_request", param=param)
+
+    def __repr__(self) -> str:
+        return f"ProxyError({self.status}, {self.kind}, {self.message!r})"
+
+
+class TranslationReport:
+    """Collects what a translation dropped; rejects what must not be dropped silently.
+
+    ``reject`` raises a 400 naming the field unless the upstream opted into lossy
+    translation, in which case the field is dropped and reported like any other.
+    """
+
+    __slots__ = ("dropped", "lossy")
+
+    def __init__(self, lossy: bool = False) -> None:
+        self.lossy = lossy
+        self.dropped: list[str] = []
+
+    def drop(self, field: str) -> None:
+        if field not in self.dropped:
+            self.dropped.append(field)
+
+    def reject(self, field: str, why: str) -> None:
+        if self.lossy:
+            self.drop(field)
+            return
+        raise ProxyError.invalid(f"{field}: {why}", param=field)

@@ -1,0 +1,1 @@
+"""One sub-package per wire protocol; each exposes ``CODEC``."""
