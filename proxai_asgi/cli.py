@@ -1,0 +1,137 @@
+"""``proxai-asgi``: the middleware as a standalone proxy, served by uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from . import config as cfg
+from .codec import PROTOCOLS
+from .demo import DemoUpstream
+from .middleware import ProxaiMiddleware
+from .routing import Route, Upstream
+from .upstream import Receive, Scope, Send
+
+EPILOG = """\
+Configuration comes from, in increasing priority: the TOML file (--config or
+$PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
+$PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT), and these flags. With no upstream
+configured, a built-in demo upstream answers offline (it echoes your message), speaking
+--demo-protocol so that translation is exercised.
+
+Clients point at http://HOST:PORT: OpenAI SDKs with base_url http://HOST:PORT/v1,
+Anthropic SDKs and Claude Code with http://HOST:PORT.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="proxai-asgi",
+        description="Serve OpenAI Chat, OpenAI Responses and Anthropic Messages clients "
+        "from one upstream of any of the three protocols.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="TOML configuration file")
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default 8080)")
+    p.add_argument("--upstream-url", help="upstream base URL, as the protocol's SDK takes it")
+    p.add_argument("--upstream-protocol", choices=PROTOCOLS, help="protocol the upstream speaks")
+    p.add_argument(
+        "--api-key-env",
+        help="name of the environment variable holding the upstream key "
+        "(default PROXAI_API_KEY; unset: forward the client's own key)",
+    )
+    p.add_argument("--model-rewrite", help="send every request upstream with this model")
+    p.add_argument("--prefix", help="serve the LLM paths under this mount prefix")
+    p.add_argument("--lossy", action="store_true", help="drop-and-report instead of rejecting")
+    p.add_argument("--demo-protocol", choices=PROTOCOLS, help="protocol of the demo upstream")
+    p.add_argument("--log-level", help="debug, info, warning (default info)")
+    return p
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    """The app behind a standalone proxy: a health check, and 404 for the rest."""
+    if scope["type"] != "http":
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+        return
+    if scope["path"] == "/health":
+        status, body = 200, b'{"status":"ok"}'
+    else:
+        status, body = 404, b'{"error":{"message":"not found","type":"not_found_error"}}'
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_app(
+    args: argparse.Namespace, env: dict[str, str] | None = None
+) -> tuple[ProxaiMiddleware, cfg.ServerConfig]:
+    env = dict(os.environ) if env is None else env
+    conf_path = args.config or env.get("PROXAI_CONFIG")
+    conf = cfg.load(conf_path) if conf_path else cfg.Config()
+    server = conf.server
+    if args.host or env.get("PROXAI_HOST"):
+        server.host = args.host or env["PROXAI_HOST"]
+    if args.port or env.get("PROXAI_PORT"):
+        server.port = int(args.port or env["PROXAI_PORT"])
+    if args.prefix is not None:
+        server.prefix = args.prefix
+    if args.demo_protocol:
+        server.demo_protocol = args.demo_protocol
+    if args.log_level:
+        server.log_level = args.log_level
+
+    url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
+    routes: list[Route]
+    if url:
+        protocol = args.upstream_protocol or env.get("PROXAI_UPSTREAM_PROTOCOL")
+        if protocol not in PROTOCOLS:
+            raise cfg.ConfigError("--upstream-protocol (or $PROXAI_UPSTREAM_PROTOCOL) is required")
+        key_env = args.api_key_env or "PROXAI_API_KEY"
+        upstream = Upstream(protocol, url, env.get(key_env) or None, name="cli", lossy=args.lossy)
+        routes = [Route("*", upstream, args.model_rewrite)]
+    else:
+        routes = cfg.build_routes(conf, env)
+    inner = _not_found
+    if not routes:
+        demo = Upstream.inner_app(server.demo_protocol, name="demo", lossy=True)
+        routes = [Route("*", demo, args.model_rewrite)]
+        inner = DemoUpstream()
+    return ProxaiMiddleware(
+        inner, routes=routes, prefix=server.prefix, max_body_size=server.max_body_size
+    ), server
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        app, server = build_app(args)
+    except cfg.ConfigError as exc:
+        print(f"proxai-asgi: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+    except ImportError:
+        print(
+            "proxai-asgi: the server needs uvicorn: pip install 'proxai-asgi[server]'",
+            file=sys.stderr,
+        )
+        return 2
+    level = server.log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    routes = ", ".join(
+        f"{r.model} -> {r.upstream.label} ({r.upstream.protocol})" for r in app.router.routes
+    )
+    print(
+        f"proxai-asgi on http://{server.host}:{server.port}{server.prefix}  routes: {routes}",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level.lower())
+    return 0

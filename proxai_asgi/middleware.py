@@ -1,0 +1,459 @@
+"""The ASGI glue: recognise an LLM request, route it, and drive the codecs.
+
+A pure ASGI middleware in the manner of Starlette's GZipMiddleware: every exchange
+gets a small responder object (``Exchange``) that reads the body, decides, and owns
+the client's ``send``. Nothing here knows a wire format; codecs do that.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+
+from . import canonical as c
+from . import custom_tools
+from .codec import Codec, ProtocolName, RequestHead, fold, unfold
+from .errors import ProxyError, TranslationReport
+from .model_rewrite import rewrite_model
+from .protocols import get_codec
+from .routing import Route, Router, Upstream
+from .sse import SSEDecoder
+from .upstream import (
+    ASGIApp,
+    HttpTransport,
+    Message,
+    RawHeaders,
+    Receive,
+    Scope,
+    Send,
+    UpstreamResponse,
+    client_headers_from_upstream,
+    open_inner,
+    upstream_headers,
+)
+
+logger = logging.getLogger("proxai_asgi")
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+MAX_ERROR_BODY = 1024 * 1024
+MAX_JSON_BODY = 64 * 1024 * 1024
+DROPPED_HEADER = b"x-proxai-dropped-fields"
+
+_PATHS: dict[str, ProtocolName] = {
+    "/v1/chat/completions": "openai_chat_completions",
+    "/chat/completions": "openai_chat_completions",
+    "/v1/responses": "openai_responses",
+    "/responses": "openai_responses",
+    "/v1/messages": "anthropic_messages",
+    "/messages": "anthropic_messages",
+}
+_head_decoder = msgspec.json.Decoder(RequestHead)
+_JSON = (b"content-type", b"application/json")
+_SSE_HEADERS: RawHeaders = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class ProxaiMiddleware:
+    """Serve the three LLM protocols in front of ``app``, translating to ``upstream``
+    (or to the upstream of the first ``routes`` entry whose model glob matches).
+
+    Requests to other paths, other methods, websockets and lifespan reach ``app``
+    untouched. ``prefix`` serves the LLM paths under a mount point (``/llm/v1/...``).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        upstream: Upstream | None = None,
+        routes: Sequence[Route] | None = None,
+        *,
+        prefix: str = "",
+        max_body_size: int = DEFAULT_MAX_BODY,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if (upstream is None) == (not routes):
+            raise ValueError("give exactly one of upstream= or routes=")
+        self.app = app
+        self.router = Router(list(routes) if routes else [Route("*", upstream)])  # type: ignore[arg-type]
+        self.prefix = prefix.rstrip("/")
+        self.max_body_size = max_body_size
+        self.http = HttpTransport(http_client)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            path: str = scope["path"]
+            if self.prefix:
+                path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
+            protocol = _PATHS.get(path)
+            if protocol is not None:
+                await Exchange(self, get_codec(protocol), scope, receive, send).run()
+                return
+        elif scope["type"] == "lifespan":
+            await self.app(scope, receive, self._lifespan_send(send))
+            return
+        await self.app(scope, receive, send)
+
+    def _lifespan_send(self, send: Send) -> Send:
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "lifespan.shutdown.complete":
+                await self.aclose()
+            await send(message)
+
+        return wrapped
+
+    async def aclose(self) -> None:
+        """Close pooled upstream connections (done on lifespan shutdown)."""
+        await self.http.aclose()
+
+
+class Exchange:
+    """One request through the middleware."""
+
+    def __init__(
+        self, mw: ProxaiMiddleware, client: Codec, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        self.mw = mw
+        self.client = client
+        self.scope = scope
+        self.receive = receive
+        self._send = send
+        self.started = False
+        self.status = 0
+        self.t0 = time.perf_counter()
+        self.ttfb: float | None = None
+        self.upstream: Upstream | None = None
+        self.model: str | None = None
+        self.stream = False
+        self.dropped: list[str] = []
+
+    # ------------------------------------------------------------------ driving
+
+    async def run(self) -> None:
+        try:
+            body = await self._read_body()
+            if body is None:
+                return  # the client left before sending its body
+            await self._dispatch(body)
+        except ProxyError as err:
+            await self._fail(err)
+        except Exception:
+            logger.exception("proxai_asgi failed while serving %s", self.client.name)
+            await self._fail(ProxyError(500, "internal error in the proxy", kind="api_error"))
+        finally:
+            self._log()
+
+    async def _dispatch(self, body: bytes) -> None:
+        head = self._head(body)
+        route = self.mw.router.select(head.model or "")
+        if route is None:
+            raise ProxyError(404, f"no upstream is configured for model {head.model!r}")
+        self.upstream = up = route.upstream
+        self.model = model = route.model_rewrite or head.model or ""
+        self.stream = bool(head.stream)
+        if up.protocol == self.client.name:
+            if model != head.model:
+                body = rewrite_model(body, model)
+            if up.inner:
+                await self._inner_untouched(body)
+            else:
+                await self._watching_disconnect(self._passthrough(up, body))
+        else:
+            await self._watching_disconnect(self._translate(up, body, model))
+
+    def _head(self, body: bytes) -> RequestHead:
+        try:
+            head = _head_decoder.decode(body)
+        except msgspec.ValidationError as exc:
+            raise ProxyError.invalid(f"invalid request body: {exc}") from None
+        except msgspec.DecodeError:
+            raise ProxyError.invalid("request body is not valid JSON") from None
+        if not head.model:
+            raise ProxyError.invalid("model: field required", param="model")
+        return head
+
+    async def _read_body(self) -> bytes | None:
+        limit = self.mw.max_body_size
+        for k, v in self.scope.get("headers", []):
+            if k == b"content-length" and v.isdigit() and int(v) > limit:
+                raise ProxyError(
+                    413, f"request body exceeds {limit} bytes", kind="request_too_large"
+                )
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise ProxyError(
+                    413, f"request body exceeds {limit} bytes", kind="request_too_large"
+                )
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+    async def _watching_disconnect(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` and cancel it the moment the client goes away, which closes
+        the upstream request with it."""
+        error: ProxyError | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while True:
+                    message = await self.receive()
+                    if message["type"] == "http.disconnect":
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            try:
+                await work
+            except ProxyError as exc:
+                error = exc  # raised after the group, unwrapped
+            finally:
+                tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
+
+    # ------------------------------------------------------------ client output
+
+    async def _start(self, status: int, headers: RawHeaders) -> None:
+        self.started = True
+        self.status = status
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def _body(self, data: bytes, more: bool = True) -> None:
+        if self.ttfb is None and data:
+            self.ttfb = time.perf_counter() - self.t0
+        await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _json(self, status: int, body: bytes, extra: RawHeaders) -> None:
+        headers = [_JSON, (b"content-length", str(len(body)).encode()), *extra]
+        await self._start(status, headers)
+        await self._body(body, more=False)
+
+    async def _fail(self, err: ProxyError) -> None:
+        if self.started:
+            return  # a started stream ends through its encoder; nothing else to say
+        await self._json(err.status, self.client.encode_error(err), err.headers)
+
+    def _translation_headers(self, upstream_resp: UpstreamResponse) -> RawHeaders:
+        headers = client_headers_from_upstream(upstream_resp.headers, passthrough=False)
+        if self.dropped:
+            headers.append((DROPPED_HEADER, ", ".join(self.dropped).encode()))
+        return headers
+
+    # ---------------------------------------------------------------- upstreams
+
+    def _open(
+        self, up: Upstream, body: bytes, *, passthrough: bool
+    ) -> AbstractAsyncContextManager[UpstreamResponse]:
+        headers = upstream_headers(
+            self.scope.get("headers", []),
+            up,
+            self.client.name,
+            passthrough=passthrough,
+            stream=self.stream,
+        )
+        if up.inner:
+            return open_inner(self.mw.app, self.scope, up, headers, body)
+        return self.mw.http.open(up, headers, body, raw=passthrough)
+
+    async def _chunks(self, resp: UpstreamResponse, idle: float) -> AsyncIterator[bytes]:
+        """The upstream body, failing with 504 when it stalls for ``idle`` seconds."""
+        it = aiter(resp)
+        while True:
+            try:
+                with anyio.fail_after(idle):
+                    chunk = await anext(it)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ProxyError(
+                    504, f"upstream sent nothing for {idle:g}s mid-stream", kind="timeout"
+                ) from None
+            yield chunk
+
+    async def _inner_untouched(self, body: bytes) -> None:
+        """Same protocol, wrapped app as upstream: hand the request down unchanged."""
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await self.receive()
+
+        scope = dict(self.scope)
+        scope["headers"] = [
+            (k, v) for k, v in self.scope.get("headers", []) if k != b"content-length"
+        ] + [(b"content-length", str(len(body)).encode())]
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.started = True
+                self.status = message["status"]
+            await self._send(message)
+
+        await self.mw.app(scope, replay, send)
+
+    async def _passthrough(self, up: Upstream, body: bytes) -> None:
+        """Same protocol: bytes in, bytes out, streamed as they arrive."""
+        async with self._open(up, body, passthrough=True) as resp:
+            await self._start(
+                resp.status, client_headers_from_upstream(resp.headers, passthrough=True)
+            )
+            try:
+                async for chunk in self._chunks(resp, up.stream_idle_timeout):
+                    await self._body(chunk)
+            except ProxyError as err:
+                if resp.is_event_stream:
+                    await self._body(self._passthrough_stream_error(err))
+            await self._body(b"", more=False)
+
+    def _passthrough_stream_error(self, err: ProxyError) -> bytes:
+        """The protocol's own terminal error after a pass-through stream broke."""
+        enc = self.client.stream_encoder(
+            c.Request(model=self.model or "", messages=[], stream=True)
+        )
+        return enc.encode(c.StreamError(status=err.status, kind=err.kind, message=err.message))
+
+    async def _translate(self, up: Upstream, body: bytes, model: str) -> None:
+        target = get_codec(up.protocol)
+        report = TranslationReport(up.lossy)
+        creq = self.client.decode_request(body, report)
+        creq.model = model
+        wrapped: frozenset[str] = frozenset()
+        if self.client.name == "openai_responses" and not (
+            target.supports_custom_tools
+            and (target.name != "openai_chat_completions" or up.native_custom_tools)
+        ):
+            wrapped = custom_tools.wrap(creq)
+        upstream_body = target.encode_request(creq, report, up.options())
+        self.dropped = report.dropped
+        if report.dropped:
+            logger.debug(
+                "dropped fields %s (%s -> %s)", report.dropped, self.client.name, target.name
+            )
+
+        async with self._open(up, upstream_body, passthrough=False) as resp:
+            if not 200 <= resp.status < 300:
+                err = target.decode_error(resp.status, await resp.read(MAX_ERROR_BODY))
+                err.headers = self._translation_headers(resp)
+                raise err
+            if creq.stream:
+                await self._translate_stream(target, creq, resp, up, wrapped)
+            else:
+                cres = await self._whole_response(target, resp, up)
+                if wrapped:
+                    custom_tools.unwrap_response(cres, wrapped)
+                await self._json(
+                    200, self.client.encode_response(cres, creq), self._translation_headers(resp)
+                )
+
+    async def _whole_response(
+        self, target: Codec, resp: UpstreamResponse, up: Upstream
+    ) -> c.Response:
+        if not resp.is_event_stream:
+            return target.decode_response(await resp.read(MAX_JSON_BODY))
+        sse = SSEDecoder()
+        dec = target.stream_decoder()
+        events: list[c.StreamEvent] = []
+        async for chunk in self._chunks(resp, up.stream_idle_timeout):
+            for e in sse.decode(chunk):
+                events.extend(dec.feed(e))
+        for e in sse.flush():
+            events.extend(dec.feed(e))
+        events.extend(dec.close())
+        return fold(events)
+
+    async def _translate_stream(
+        self,
+        target: Codec,
+        creq: c.Request,
+        resp: UpstreamResponse,
+        up: Upstream,
+        wrapped: frozenset[str],
+    ) -> None:
+        enc = self.client.stream_encoder(creq)
+        unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
+        await self._start(200, [*_SSE_HEADERS, *self._translation_headers(resp)])
+        done = False
+
+        def emit(events: list[c.StreamEvent], out: bytearray) -> bool:
+            for ev in events:
+                for e in unwrap.feed(ev) if unwrap else (ev,):
+                    out += enc.encode(e)
+                if isinstance(ev, (c.Finish, c.StreamError)):
+                    return True
+            return False
+
+        out = bytearray()
+        try:
+            if not resp.is_event_stream:
+                # The upstream ignored stream=true and answered in one piece.
+                cres = target.decode_response(await resp.read(MAX_JSON_BODY))
+                done = emit(unfold(cres), out)
+            else:
+                sse = SSEDecoder()
+                dec = target.stream_decoder()
+                async for chunk in self._chunks(resp, up.stream_idle_timeout):
+                    for e in sse.decode(chunk):
+                        if emit(dec.feed(e), out):
+                            done = True
+                            break
+                    if out:
+                        await self._body(bytes(out))
+                        out.clear()
+                    if done:
+                        break
+                if not done:
+                    for e in sse.flush():
+                        if emit(dec.feed(e), out):
+                            done = True
+                            break
+                if not done:
+                    done = emit(dec.close(), out)
+        except ProxyError as err:
+            out += enc.encode(c.StreamError(status=err.status, kind=err.kind, message=err.message))
+        except Exception:
+            logger.exception("stream translation failed (%s -> %s)", target.name, self.client.name)
+            out += enc.encode(
+                c.StreamError(status=500, kind="api_error", message="internal error in the proxy")
+            )
+        if out:
+            await self._body(bytes(out))
+        await self._body(b"", more=False)
+
+    # ------------------------------------------------------------------ logging
+
+    def _log(self) -> None:
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        up = self.upstream
+        logger.info(
+            "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
+            "duration_ms=%.1f ttfb_ms=%s dropped=%s",
+            self.client.name,
+            up.label if up else "-",
+            f"{self.client.name}->{up.protocol}" if up else "-",
+            self.model or "-",
+            self.stream,
+            self.status,
+            (time.perf_counter() - self.t0) * 1000,
+            f"{self.ttfb * 1000:.1f}" if self.ttfb is not None else "-",
+            ",".join(self.dropped) or "-",
+        )

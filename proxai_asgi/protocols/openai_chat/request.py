@@ -1,0 +1,630 @@
+"""Chat Completions requests: client body -> canonical, canonical -> upstream body."""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+from typing import Any
+
+import msgspec
+
+from ... import canonical as c
+from ...codec import UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import wire as w
+
+_REQUEST_DEC = msgspec.json.Decoder(w.ChatRequest)
+_KEYS_DEC = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ENC = msgspec.json.Encoder()
+
+_PATH = re.compile(r"at `\$\.?([^`]*)`")
+
+
+# ======================================================================== helpers
+
+
+def _invalid(message: str, param: str | None = None) -> ProxyError:
+    return ProxyError.invalid(message, param=param)
+
+
+def _validation_error(e: Exception) -> ProxyError:
+    text = str(e)
+    m = _PATH.search(text)
+    return _invalid(f"Invalid request body: {text}", m.group(1) if m else None)
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """``data:<media type>;base64,<data>`` -> (media type, data); None otherwise."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, data = url[5:].partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    media_type = head[: -len(";base64")].split(";", 1)[0]
+    return media_type or "application/octet-stream", data
+
+
+def data_url(media_type: str | None, data: str) -> str:
+    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
+
+
+def _image(part: w.ImagePart) -> c.Image:
+    url = part.image_url.url
+    parsed = parse_data_url(url)
+    if parsed is not None:
+        return c.Image(
+            data=parsed[1],
+            media_type=parsed[0],
+            detail=part.image_url.detail,
+            cache_control=part.cache_control,
+        )
+    return c.Image(url=url, detail=part.image_url.detail, cache_control=part.cache_control)
+
+
+def _file(part: w.FilePart, path: str) -> c.File:
+    f = part.file
+    if f.file_data:
+        parsed = parse_data_url(f.file_data)
+        if parsed is not None:
+            media_type, data = parsed
+        else:  # raw base64: guess from the name, PDF being what Chat accepts
+            guessed = mimetypes.guess_type(f.filename)[0] if f.filename else None
+            media_type, data = guessed or "application/pdf", f.file_data
+        return c.File(
+            data=data, media_type=media_type, filename=f.filename, cache_control=part.cache_control
+        )
+    if f.file_id:
+        return c.File(file_id=f.file_id, filename=f.filename, cache_control=part.cache_control)
+    raise _invalid(f"{path}.file: one of file_data or file_id is required", f"{path}.file")
+
+
+def _text_parts(content: str | list[w.TextPart]) -> list[c.Text]:
+    if isinstance(content, str):
+        return [c.Text(text=content)] if content else []
+    return [c.Text(text=p.text, cache_control=p.cache_control) for p in content if p.text]
+
+
+def _user_content(content: str | list[w.UserPart], path: str) -> list[c.Part]:
+    if isinstance(content, str):
+        return [c.Text(text=content)]
+    if not content:
+        raise _invalid(f"{path}: content must not be an empty list", path)
+    out: list[c.Part] = []
+    for j, p in enumerate(content):
+        if isinstance(p, w.TextPart):
+            out.append(c.Text(text=p.text, cache_control=p.cache_control))
+        elif isinstance(p, w.ImagePart):
+            out.append(_image(p))
+        elif isinstance(p, w.FilePart):
+            out.append(_file(p, f"{path}[{j}]"))
+        else:
+            raise _invalid(
+                f"{path}[{j}]: unsupported user content part 'input_audio'", f"{path}[{j}].type"
+            )
+    return out
+
+
+def _tool_content(content: str | list[w.ToolPart], path: str) -> list[c.Part]:
+    if isinstance(content, str):
+        return [c.Text(text=content)] if content else []
+    out: list[c.Part] = []
+    for j, p in enumerate(content):
+        if isinstance(p, w.TextPart):
+            out.append(c.Text(text=p.text, cache_control=p.cache_control))
+        elif isinstance(p, w.ImagePart):
+            out.append(_image(p))
+        else:
+            out.append(_file(p, f"{path}[{j}]"))
+    return out
+
+
+def _assistant(
+    m: w.AssistantMessage, path: str, kinds: dict[str, c.ToolKind], report: TranslationReport
+) -> c.Message:
+    if m.function_call is not None:
+        raise _invalid(
+            f"{path}.function_call: legacy function_call messages are not supported; "
+            "use tool_calls",
+            f"{path}.function_call",
+        )
+    if m.audio is not None:
+        report.drop("messages.audio")
+    parts: list[c.Part] = []
+    reasoning = m.reasoning_content
+    if reasoning is None and isinstance(m.reasoning, str):
+        reasoning = m.reasoning
+    if reasoning:
+        parts.append(c.Reasoning(text=reasoning))
+    content = m.content
+    if isinstance(content, str):
+        if content:
+            parts.append(c.Text(text=content))
+    elif isinstance(content, list):
+        for p in content:
+            if isinstance(p, w.TextPart):
+                if p.text:
+                    parts.append(c.Text(text=p.text, cache_control=p.cache_control))
+            else:
+                parts.append(c.Refusal(text=p.refusal))
+    if m.refusal:
+        parts.append(c.Refusal(text=m.refusal))
+    for j, tc in enumerate(m.tool_calls or ()):
+        tpath = f"{path}.tool_calls[{j}]"
+        kind = "function" if tc.type is msgspec.UNSET else tc.type
+        if kind == "function":
+            if tc.function is None:
+                raise _invalid(f"{tpath}.function is required", f"{tpath}.function")
+            parts.append(c.ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments))
+            kinds[tc.id] = "function"
+        elif kind == "custom":
+            if tc.custom is None:
+                raise _invalid(f"{tpath}.custom is required", f"{tpath}.custom")
+            parts.append(
+                c.ToolCall(id=tc.id, name=tc.custom.name, arguments=tc.custom.input, kind="custom")
+            )
+            kinds[tc.id] = "custom"
+        else:
+            raise _invalid(f"{tpath}.type: unsupported tool call type {kind!r}", f"{tpath}.type")
+    return c.Message(role="assistant", content=parts)
+
+
+def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
+    tools: list[c.Tool] = []
+    for i, t in enumerate(req.tools or ()):
+        kind = "function" if t.type is msgspec.UNSET else t.type
+        if kind == "function":
+            if t.function is None:
+                raise _invalid(f"tools[{i}].function is required", f"tools[{i}].function")
+            f = t.function
+            tools.append(
+                c.Tool(
+                    name=f.name, description=f.description, parameters=f.parameters, strict=f.strict
+                )
+            )
+        elif kind == "custom":
+            if t.custom is None:
+                raise _invalid(f"tools[{i}].custom is required", f"tools[{i}].custom")
+            tools.append(
+                c.Tool(
+                    name=t.custom.name,
+                    kind="custom",
+                    description=t.custom.description,
+                    format=t.custom.format,
+                )
+            )
+        else:
+            report.drop(f"tools.{kind}")
+    for f in req.functions or ():  # legacy
+        tools.append(c.Tool(name=f.name, description=f.description, parameters=f.parameters))
+    return tools
+
+
+def _tool_choice(req: w.ChatRequest, report: TranslationReport) -> c.ToolChoice | None:
+    tc = req.tool_choice
+    if tc is None:
+        legacy = req.function_call
+        if legacy is None:
+            return None
+        if isinstance(legacy, str):
+            if legacy in ("auto", "none"):
+                return c.ToolChoice(mode=legacy)  # type: ignore[arg-type]
+            raise _invalid("function_call must be 'auto', 'none' or an object", "function_call")
+        return c.ToolChoice(mode="tool", name=legacy.name)
+    if isinstance(tc, str):
+        if tc in ("auto", "none", "required"):
+            return c.ToolChoice(mode=tc)  # type: ignore[arg-type]
+        raise _invalid(f"tool_choice: unsupported value {tc!r}", "tool_choice")
+    if tc.type == "function":
+        if tc.function is None:
+            raise _invalid("tool_choice.function is required", "tool_choice.function")
+        return c.ToolChoice(mode="tool", name=tc.function.name)
+    if tc.type == "custom":
+        if tc.custom is None:
+            raise _invalid("tool_choice.custom is required", "tool_choice.custom")
+        return c.ToolChoice(mode="tool", name=tc.custom.name, kind="custom")
+    if tc.type == "allowed_tools":
+        report.drop("tool_choice.allowed_tools")
+        mode = tc.allowed_tools.mode if tc.allowed_tools is not None else "auto"
+        return c.ToolChoice(mode="required" if mode == "required" else "auto")
+    raise _invalid(f"tool_choice.type: unsupported value {tc.type!r}", "tool_choice.type")
+
+
+def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
+    if rf is None:
+        return None
+    if rf.type in ("text", "json_object"):
+        return c.ResponseFormat(type=rf.type)  # type: ignore[arg-type]
+    if rf.type == "json_schema":
+        js = rf.json_schema
+        if js is None:
+            raise _invalid(
+                "response_format.json_schema is required", "response_format.json_schema"
+            )
+        return c.ResponseFormat(
+            type="json_schema",
+            name=js.name,
+            schema=js.schema,
+            strict=js.strict,
+            description=js.description,
+        )
+    raise _invalid(
+        f"response_format.type: unsupported value {rf.type!r}", "response_format.type"
+    )
+
+
+# ===================================================================== client side
+
+
+def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+    """A Chat Completions client body as a canonical request (400 for bad input)."""
+    try:
+        req = _REQUEST_DEC.decode(body)
+        keys = _KEYS_DEC.decode(body)
+    except msgspec.ValidationError as e:
+        raise _validation_error(e) from None
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError) as e:
+        raise _invalid(f"Invalid JSON body: {e}") from None
+    for key in keys:
+        if key not in w.REQUEST_FIELDS:
+            report.drop(key)
+    if not req.messages:
+        raise _invalid("messages must not be empty", "messages")
+
+    system: list[c.Text] = []
+    messages: list[c.Message] = []
+    kinds: dict[str, c.ToolKind] = {}
+    for i, m in enumerate(req.messages):
+        path = f"messages[{i}]"
+        if isinstance(m, (w.SystemMessage, w.DeveloperMessage)):
+            system.extend(_text_parts(m.content))
+        elif isinstance(m, w.UserMessage):
+            messages.append(c.Message(role="user", content=_user_content(m.content, f"{path}.content")))
+        elif isinstance(m, w.AssistantMessage):
+            messages.append(_assistant(m, path, kinds, report))
+        elif isinstance(m, w.ToolMessage):
+            result = c.ToolResult(
+                call_id=m.tool_call_id,
+                content=_tool_content(m.content, f"{path}.content"),
+                kind=kinds.get(m.tool_call_id, "function"),
+            )
+            if messages and messages[-1].role == "tool":
+                messages[-1].content.append(result)
+            else:
+                messages.append(c.Message(role="tool", content=[result]))
+        else:
+            raise _invalid(
+                f"{path}.role: legacy 'function' messages are not supported (they carry no "
+                "tool_call_id to reference); use role 'tool' with tool_call_id",
+                f"{path}.role",
+            )
+        if getattr(m, "name", None) is not None:
+            report.drop("messages.name")
+
+    include_usage = False
+    for k, v in (req.stream_options or {}).items():
+        if k == "include_usage":
+            include_usage = v is True
+        else:
+            report.drop(f"stream_options.{k}")
+
+    stop: list[str] = []
+    if isinstance(req.stop, str):
+        stop = [req.stop]
+    elif req.stop:
+        stop = list(req.stop)
+
+    return c.Request(
+        model=req.model,
+        messages=messages,
+        system=system,
+        tools=_tools(req, report),
+        tool_choice=_tool_choice(req, report),
+        parallel_tool_calls=req.parallel_tool_calls,
+        max_tokens=req.max_completion_tokens
+        if req.max_completion_tokens is not None
+        else req.max_tokens,
+        temperature=req.temperature,
+        top_p=req.top_p,
+        stop=stop,
+        stream=bool(req.stream),
+        include_usage=include_usage,
+        response_format=_response_format(req.response_format),
+        reasoning=c.ReasoningConfig(effort=req.reasoning_effort)
+        if req.reasoning_effort is not None
+        else None,
+        user=req.user if req.user is not None else req.safety_identifier,
+        metadata=req.metadata,
+        service_tier=req.service_tier,
+        prompt_cache_key=req.prompt_cache_key,
+        n=req.n,
+        logprobs=req.logprobs,
+        top_logprobs=req.top_logprobs,
+    )
+
+
+# =================================================================== upstream side
+
+_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
+
+
+def effort_for(reasoning: c.ReasoningConfig | None) -> str | None:
+    """``reasoning_effort`` for a canonical reasoning config. A bare token budget maps
+    to a bucket: under 2048 -> low, under 8192 -> medium, else high."""
+    if reasoning is None:
+        return None
+    effort = reasoning.effort
+    if effort == "max":
+        return "xhigh"
+    if effort is not None:
+        return effort
+    if reasoning.budget_tokens is not None:
+        b = reasoning.budget_tokens
+        return "low" if b < 2048 else "medium" if b < 8192 else "high"
+    return None
+
+
+class _Encoder:
+    """Builds the upstream message list; reports what Chat cannot carry."""
+
+    def __init__(self, report: TranslationReport, options: UpstreamOptions) -> None:
+        self.report = report
+        self.options = options
+        self.messages: list[w.Message] = []
+
+    def _cache(self, cache_control: dict[str, Any] | None) -> None:
+        if cache_control is not None:
+            self.report.drop("cache_control")
+
+    def _media(self, p: c.Image | c.File, path: str) -> w.UserPart | None:
+        """An image or document as a user content part; None when it was dropped."""
+        self._cache(p.cache_control)
+        if isinstance(p, c.Image):
+            url = data_url(p.media_type or "image/png", p.data) if p.data is not None else p.url
+            if url is None:
+                raise _invalid(f"{path}: image has neither data nor url", path)
+            return w.ImagePart(image_url=w.ImageURL(url=url, detail=p.detail))
+        if p.data is not None:
+            return w.FilePart(
+                file=w.FileRef(
+                    file_data=data_url(p.media_type or "application/pdf", p.data),
+                    filename=p.filename or "document.pdf",
+                )
+            )
+        if p.file_id is not None:
+            return w.FilePart(file=w.FileRef(file_id=p.file_id))
+        if p.text is not None:
+            return w.TextPart(text=p.text)
+        self.report.reject(f"{path}.url", "Chat Completions cannot fetch a document by URL")
+        return None
+
+    def user(self, m: c.Message, path: str) -> None:
+        parts: list[w.UserPart] = []
+        results: list[c.ToolResult] = []
+        for j, p in enumerate(m.content):
+            if isinstance(p, c.Text):
+                self._cache(p.cache_control)
+                parts.append(w.TextPart(text=p.text))
+            elif isinstance(p, (c.Image, c.File)):
+                part = self._media(p, f"{path}.content[{j}]")
+                if part is not None:
+                    parts.append(part)
+            elif isinstance(p, c.ToolResult):
+                results.append(p)
+            else:
+                self.report.drop(f"user.{type(p).__name__.lower()}")
+        if results:  # tool results must come before the user's own words
+            self.tool(results, path)
+        if not parts:
+            return
+        if len(parts) == 1 and isinstance(parts[0], w.TextPart):
+            self.messages.append(w.UserMessage(content=parts[0].text))
+        else:
+            self.messages.append(w.UserMessage(content=parts))
+
+    def assistant(self, m: c.Message) -> None:
+        texts: list[str] = []
+        refusals: list[str] = []
+        reasoning: list[str] = []
+        calls: list[w.ToolCall] = []
+        for p in m.content:
+            if isinstance(p, c.Text):
+                self._cache(p.cache_control)
+                if p.citations:
+                    self.report.drop("assistant.citations")
+                texts.append(p.text)
+            elif isinstance(p, c.Refusal):
+                refusals.append(p.text)
+            elif isinstance(p, c.ToolCall):
+                if p.kind == "custom":
+                    calls.append(
+                        w.ToolCall(
+                            id=p.id, type="custom", custom=w.CustomCall(name=p.name, input=p.arguments)
+                        )
+                    )
+                else:
+                    calls.append(
+                        w.ToolCall(
+                            id=p.id,
+                            type="function",
+                            function=w.FunctionCall(name=p.name, arguments=p.arguments),
+                        )
+                    )
+            elif isinstance(p, c.Reasoning):
+                for opaque in ("signature", "redacted", "encrypted_content"):
+                    if getattr(p, opaque) is not None:
+                        self.report.drop(f"assistant.reasoning.{opaque}")
+                if p.text:
+                    if self.options.echo_reasoning_content:
+                        reasoning.append(p.text)
+                    else:
+                        self.report.drop("assistant.reasoning")
+            else:
+                self.report.drop(f"assistant.{type(p).__name__.lower()}")
+        text = "".join(texts)
+        if not (text or refusals or calls or reasoning):
+            return
+        self.messages.append(
+            w.AssistantMessage(
+                content=text or None,
+                refusal="".join(refusals) or None,
+                tool_calls=calls or None,
+                reasoning_content="\n\n".join(reasoning) or None,
+            )
+        )
+
+    def tool(self, results: list[c.Part], path: str) -> None:
+        carried: list[w.UserPart] = []
+        for p in results:
+            if not isinstance(p, c.ToolResult):
+                self.report.drop(f"tool.{type(p).__name__.lower()}")
+                continue
+            if p.is_error:
+                self.report.drop("tool_result.is_error")
+            self._cache(p.cache_control)
+            texts: list[str] = []
+            media: list[w.UserPart] = []
+            for q in p.content:
+                if isinstance(q, c.Text):
+                    texts.append(q.text)
+                elif isinstance(q, (c.Image, c.File)):
+                    part = self._media(q, f"{path}.tool_result")
+                    if part is not None:
+                        media.append(part)
+                else:
+                    self.report.drop(f"tool_result.{type(q).__name__.lower()}")
+            self.messages.append(w.ToolMessage(tool_call_id=p.call_id, content="".join(texts)))
+            if media:
+                # Chat tool messages are text-only: the media ride in a user message
+                # right after the tool turn, labelled with the call they belong to.
+                carried.append(w.TextPart(text=f"[content returned by tool call {p.call_id}]"))
+                carried.extend(media)
+        if carried:
+            self.messages.append(w.UserMessage(content=carried))
+
+
+def encode_request(
+    request: c.Request, report: TranslationReport, options: UpstreamOptions
+) -> bytes:
+    """A canonical request as a Chat Completions upstream body."""
+    if request.previous_response_id is not None:
+        report.reject(
+            "previous_response_id", "Chat Completions is stateless; send the whole conversation"
+        )
+    if request.background:
+        report.reject("background", "Chat Completions has no background mode")
+    if request.top_k is not None:
+        report.drop("top_k")
+
+    enc = _Encoder(report, options)
+    if request.system:
+        for t in request.system:
+            enc._cache(t.cache_control)
+        system: str | list[w.TextPart]
+        if len(request.system) == 1:
+            system = request.system[0].text
+        else:
+            system = [w.TextPart(text=t.text) for t in request.system]
+        enc.messages.append(w.SystemMessage(content=system))
+    for i, m in enumerate(request.messages):
+        if m.role == "user":
+            enc.user(m, f"messages[{i}]")
+        elif m.role == "assistant":
+            enc.assistant(m)
+        else:
+            enc.tool(m.content, f"messages[{i}]")
+
+    tools: list[w.ToolDef] = []
+    for t in request.tools:
+        enc._cache(t.cache_control)
+        if t.kind == "custom":
+            tools.append(
+                w.ToolDef(
+                    type="custom",
+                    custom=w.CustomDef(name=t.name, description=t.description, format=t.format),
+                )
+            )
+        else:
+            tools.append(
+                w.ToolDef(
+                    type="function",
+                    function=w.FunctionDef(
+                        name=t.name,
+                        description=t.description,
+                        parameters=t.parameters,
+                        strict=t.strict,
+                    ),
+                )
+            )
+    for h in request.hosted_tools:
+        report.drop(f"tools.{h.type}")
+
+    tool_choice: str | w.ToolChoiceObject | None = None
+    tc = request.tool_choice
+    if tc is not None:
+        if not tools:
+            if tc.mode != "none" and tc.mode != "auto":
+                report.drop("tool_choice")
+        elif tc.mode == "tool" and tc.name is not None:
+            ref = w.NamedRef(name=tc.name)
+            tool_choice = (
+                w.ToolChoiceObject(type="custom", custom=ref)
+                if tc.kind == "custom"
+                else w.ToolChoiceObject(type="function", function=ref)
+            )
+        elif tc.mode == "tool":
+            tool_choice = "required"
+        else:
+            tool_choice = tc.mode
+
+    response_format: w.ResponseFormat | None = None
+    rf = request.response_format
+    if rf is not None:
+        if rf.type == "json_schema":
+            response_format = w.ResponseFormat(
+                type="json_schema",
+                json_schema=w.JSONSchemaFormat(
+                    name=rf.name or "response",
+                    schema=rf.schema,
+                    strict=rf.strict,
+                    description=rf.description,
+                ),
+            )
+        else:
+            response_format = w.ResponseFormat(type=rf.type)
+
+    if request.reasoning is not None and request.reasoning.summary is not None:
+        report.drop("reasoning.summary")
+
+    service_tier = request.service_tier
+    if service_tier is not None and service_tier not in _SERVICE_TIERS:
+        report.drop("service_tier")
+        service_tier = None
+
+    out = w.ChatRequest(
+        model=request.model,
+        messages=enc.messages,
+        tools=tools or None,
+        tool_choice=tool_choice,
+        parallel_tool_calls=request.parallel_tool_calls if tools else None,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        stop=list(request.stop) or None,
+        n=request.n,
+        logprobs=request.logprobs,
+        top_logprobs=request.top_logprobs,
+        response_format=response_format,
+        reasoning_effort=effort_for(request.reasoning),
+        user=request.user,
+        metadata=request.metadata,
+        service_tier=service_tier,
+        prompt_cache_key=request.prompt_cache_key,
+    )
+    if request.max_tokens is not None:
+        if options.chat_max_tokens_field == "max_tokens":
+            out.max_tokens = request.max_tokens
+        else:
+            out.max_completion_tokens = request.max_tokens
+    if request.stream:
+        out.stream = True
+        out.stream_options = {"include_usage": True}
+    return _ENC.encode(out)

@@ -1,0 +1,285 @@
+"""Chat Completions responses: upstream JSON -> canonical, canonical -> client JSON.
+
+The client encoding mirrors the stream encoder rule for rule (ids, ``created``,
+finish_reason, reasoning separators, citation offsets), so a non-streamed answer is the
+fold of the streamed one. The one deliberate difference is the spec's refusal rule: a
+non-streamed answer with ``stop_reason == "refusal"`` and plain text moves that text into
+``message.refusal``; a stream has already sent it as content and cannot take it back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import msgspec
+
+from ... import canonical as c
+from ... import ids, policy
+from ...errors import ProxyError
+from . import wire as w
+
+_COMPLETION_DEC = msgspec.json.Decoder(w.CompletionIn)
+_ENC = msgspec.json.Encoder()
+_ANY_ENC = msgspec.json.Encoder()
+
+REASONING_SEPARATOR = "\n\n"
+
+
+def _bad_gateway(message: str) -> ProxyError:
+    return ProxyError(502, message, kind="bad_gateway")
+
+
+# ======================================================================== shared
+
+
+def usage_from_wire(u: w.Usage | None) -> c.Usage:
+    if u is None:
+        return c.Usage()
+    ptd, ctd = u.prompt_tokens_details, u.completion_tokens_details
+    return c.Usage(
+        input_tokens=u.prompt_tokens,
+        output_tokens=u.completion_tokens,
+        cached_tokens=(ptd.cached_tokens or 0) if ptd is not None else 0,
+        reasoning_tokens=(ctd.reasoning_tokens or 0) if ctd is not None else 0,
+    )
+
+
+def usage_to_wire(u: c.Usage) -> w.Usage:
+    return w.Usage(
+        prompt_tokens=u.input_tokens,
+        completion_tokens=u.output_tokens,
+        total_tokens=u.input_tokens + u.output_tokens,
+        prompt_tokens_details=w.PromptTokensDetails(cached_tokens=u.cached_tokens),
+        completion_tokens_details=w.CompletionTokensDetails(reasoning_tokens=u.reasoning_tokens),
+    )
+
+
+def stop_from_finish(finish_reason: str | None, saw_refusal: bool) -> c.StopReason | None:
+    """finish_reason via policy; a refusal that ended normally is a refusal."""
+    stop = policy.stop_from_chat(finish_reason)
+    if stop == "end_turn" and saw_refusal:
+        return "refusal"
+    return stop
+
+
+def finish_reason_for(stop: c.StopReason | None, has_tool_calls: bool) -> str:
+    """The client finish_reason: policy, except that an ordinary end with tool calls
+    says ``tool_calls`` (what Chat clients loop on)."""
+    if has_tool_calls and stop in (None, "end_turn"):
+        return "tool_calls"
+    return policy.chat_finish(stop)
+
+
+def fallback_tool_id(response_id: str, n: int) -> str:
+    """The id of the n-th tool call when the upstream gave none."""
+    return ids.item_id("call_", response_id, n)
+
+
+def annotations_for(
+    citations: Iterable[c.Citation], start: int, end: int
+) -> list[w.AnnotationOut]:
+    """Citations of a text span ``[start, end)`` of the message content as url_citation
+    annotations; a citation without its own offsets covers the whole span."""
+    out: list[w.AnnotationOut] = []
+    for ci in citations:
+        if not ci.url:
+            continue
+        s = start + ci.start_index if ci.start_index is not None else start
+        e = start + ci.end_index if ci.end_index is not None else end
+        out.append(
+            w.AnnotationOut(
+                url_citation=w.URLCitationOut(
+                    url=ci.url, title=ci.title or "", start_index=s, end_index=e
+                )
+            )
+        )
+    return out
+
+
+# ================================================================= upstream side
+
+
+def _arguments(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    try:
+        return _ANY_ENC.encode(v).decode()
+    except (TypeError, msgspec.EncodeError):
+        return ""
+
+
+def _content_text(content: str | list[object] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    # A few servers (Mistral) answer with a list of parts: keep the text ones.
+    texts: list[str] = []
+    for p in content:
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
+            texts.append(p["text"])
+    return "".join(texts)
+
+
+def _citations(annotations: list[w.AnnotationIn] | None) -> list[c.Citation] | None:
+    out: list[c.Citation] = []
+    for a in annotations or ():
+        u = a.url_citation
+        if a.type == "url_citation" and u is not None and u.url:
+            out.append(
+                c.Citation(
+                    url=u.url, title=u.title, start_index=u.start_index, end_index=u.end_index
+                )
+            )
+    return out or None
+
+
+def decode_response(body: bytes) -> c.Response:
+    """An upstream Chat completion (2xx) as a canonical response. Exactly one choice
+    is required: choices are alternative answers, never merged and never truncated."""
+    try:
+        resp = _COMPLETION_DEC.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError) as e:
+        raise _bad_gateway(f"upstream sent an invalid Chat completion: {e}") from None
+    choices = resp.choices or []
+    if len(choices) != 1:
+        raise _bad_gateway(
+            f"upstream Chat completion has {len(choices)} choices; exactly one is required "
+            "(choices are alternative answers and cannot be merged or truncated)"
+        )
+    choice = choices[0]
+    msg = choice.message
+    if msg is None:
+        raise _bad_gateway("upstream Chat completion choices[0] has no message")
+    response_id = resp.id or ""
+
+    content: list[c.Part] = []
+    reasoning = msg.reasoning_content
+    if reasoning is None and isinstance(msg.reasoning, str):
+        reasoning = msg.reasoning
+    if reasoning:
+        content.append(c.Reasoning(text=reasoning))
+    text = _content_text(msg.content)
+    if text:
+        content.append(c.Text(text=text, citations=_citations(msg.annotations)))
+    if msg.refusal:
+        content.append(c.Refusal(text=msg.refusal))
+    calls = list(msg.tool_calls or ())
+    n = 0
+    for tc in calls:
+        if tc.type == "custom" or (tc.function is None and tc.custom is not None):
+            cu = tc.custom
+            if cu is None:
+                continue
+            content.append(
+                c.ToolCall(
+                    id=tc.id or fallback_tool_id(response_id, n),
+                    name=cu.name or "",
+                    arguments=cu.input or "",
+                    kind="custom",
+                )
+            )
+        elif tc.function is not None:
+            content.append(
+                c.ToolCall(
+                    id=tc.id or fallback_tool_id(response_id, n),
+                    name=tc.function.name or "",
+                    arguments=_arguments(tc.function.arguments),
+                )
+            )
+        else:
+            continue  # an unknown tool call type: skipped
+        n += 1
+    if msg.function_call is not None and msg.function_call.name:  # legacy
+        content.append(
+            c.ToolCall(
+                id=fallback_tool_id(response_id, n),
+                name=msg.function_call.name,
+                arguments=_arguments(msg.function_call.arguments),
+            )
+        )
+    if not content and msg.audio is not None:
+        raise _bad_gateway("upstream Chat completion holds only audio, which cannot be carried")
+
+    return c.Response(
+        id=response_id,
+        model=resp.model or "",
+        content=content,
+        stop_reason=stop_from_finish(choice.finish_reason, bool(msg.refusal)),
+        usage=usage_from_wire(resp.usage),
+        created=int(resp.created or 0),
+    )
+
+
+# =================================================================== client side
+
+
+def encode_response(response: c.Response, request: c.Request) -> bytes:
+    """A canonical response as the Chat completion a client receives.
+
+    ``created`` is the canonical ``created``; when the upstream had none (0) it is the
+    encode time (the stream encoder does the same at ``MessageStart``)."""
+    response_id = ids.derive("chatcmpl-", response.id)
+    texts: list[str] = []
+    annotations: list[w.AnnotationOut] = []
+    refusals: list[str] = []
+    reasoning: list[str] = []
+    calls: list[w.ToolCallOut] = []
+    offset = 0
+    for p in response.content:
+        if isinstance(p, c.Text):
+            if p.citations:
+                annotations.extend(annotations_for(p.citations, offset, offset + len(p.text)))
+            texts.append(p.text)
+            offset += len(p.text)
+        elif isinstance(p, c.Refusal):
+            refusals.append(p.text)
+        elif isinstance(p, c.Reasoning):
+            if p.redacted is None and p.text:
+                reasoning.append(p.text)
+        elif isinstance(p, c.ToolCall):
+            call_id = p.id or fallback_tool_id(response.id, len(calls))
+            if p.kind == "custom":
+                calls.append(
+                    w.CustomToolCallOut(id=call_id, custom=w.CustomOut(name=p.name, input=p.arguments))
+                )
+            else:
+                calls.append(
+                    w.FunctionToolCallOut(
+                        id=call_id, function=w.FunctionOut(name=p.name, arguments=p.arguments)
+                    )
+                )
+        # ServerToolUse and others: Chat has no shape for them.
+
+    content: str | None = "".join(texts) or None
+    refusal: str | None = "".join(refusals) or None
+    if response.stop_reason == "refusal" and refusal is None:
+        # Spec (refusal-and-status): the visible wording of a refused turn is the
+        # refusal; without any, the upstream's explanation is.
+        refusal = content or response.refusal_explanation
+        content = None
+    if content is not None and content == refusal:
+        content = None  # never the same text in both fields
+    message = w.MessageOut(content=content, refusal=refusal)
+    if calls:
+        message.tool_calls = calls
+    if annotations and content is not None:
+        message.annotations = annotations
+    if reasoning:
+        message.reasoning_content = REASONING_SEPARATOR.join(reasoning)
+    out = w.CompletionOut(
+        id=response_id,
+        created=response.created or int(time.time()),
+        model=response.model or request.model,
+        choices=[
+            w.ChoiceOut(
+                message=message,
+                finish_reason=finish_reason_for(response.stop_reason, bool(calls)),
+            )
+        ],
+        usage=usage_to_wire(response.usage),
+    )
+    return _ENC.encode(out)

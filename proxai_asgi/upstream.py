@@ -1,0 +1,312 @@
+"""Reaching an upstream: header policy, auth, and the two transports (httpx over the
+network, or the wrapped ASGI app in-process). Both hand back the same
+``UpstreamResponse`` so everything above them is transport-agnostic."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+
+from .codec import ProtocolName
+from .errors import ProxyError
+from .routing import Upstream
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+RawHeaders = list[tuple[bytes, bytes]]
+
+logger = logging.getLogger("proxai_asgi")
+
+# Never forwarded in either direction (RFC 9110 §7.6.1, plus proxy bookkeeping).
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"forwarded",
+        b"via",
+        b"x-forwarded-for",
+        b"x-forwarded-host",
+        b"x-forwarded-proto",
+        b"x-forwarded-port",
+        b"x-real-ip",
+    }
+)
+CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"cookie"})
+_OPENAI_ONLY = (b"openai-", b"x-stainless-")
+_ANTHROPIC_ONLY = (b"anthropic-",)
+ANTHROPIC_VERSION = b"2023-06-01"
+
+# Upstream response headers a translated answer keeps: what clients use to back off
+# and to correlate requests. Everything else describes the upstream's own body.
+_KEEP_ON_TRANSLATION = re.compile(
+    rb"^(retry-after|retry-after-ms|request-id|x-request-id|openai-processing-ms|.*ratelimit.*)$"
+)
+# Headers the server in front of the client sets itself.
+_SERVER_OWNED = frozenset({b"server", b"date", b"content-length", b"content-encoding"})
+
+
+def _client_credential(headers: RawHeaders) -> bytes | None:
+    for k, v in headers:
+        if k == b"x-api-key" or k == b"api-key":
+            return v
+        if k == b"authorization":
+            scheme, _, token = v.partition(b" ")
+            return token if scheme.lower() == b"bearer" and token else v
+    return None
+
+
+def upstream_headers(
+    client_headers: RawHeaders,
+    upstream: Upstream,
+    client_protocol: ProtocolName,
+    *,
+    passthrough: bool,
+    stream: bool,
+) -> RawHeaders:
+    """Headers for the upstream request.
+
+    Hop-by-hop and proxy headers never pass. With a configured key the client's
+    credentials are removed and the upstream's scheme is used; without one the
+    client's credential is forwarded, re-expressed in the upstream's scheme when the
+    protocols differ. Headers of the other protocol family are not forwarded.
+    """
+    target = upstream.protocol
+    to_anthropic = target == "anthropic_messages"
+    foreign = _OPENAI_ONLY if to_anthropic else _ANTHROPIC_ONLY
+    out: RawHeaders = []
+    for k, v in client_headers:
+        if k in HOP_BY_HOP or k in CREDENTIALS:
+            continue
+        if not passthrough and (
+            k.startswith(b"content-")
+            or k in (b"accept", b"accept-encoding")
+            or k.startswith(foreign)
+        ):
+            continue
+        if passthrough and k == b"content-length":
+            continue  # recomputed: a model rewrite changes the length
+        out.append((k, v))
+
+    credential = (
+        upstream.api_key.encode() if upstream.api_key else _client_credential(client_headers)
+    )
+    if passthrough and upstream.api_key is None:
+        # Same protocol, no key of ours: the client's credential headers go as they are.
+        out.extend((k, v) for k, v in client_headers if k in CREDENTIALS and k != b"cookie")
+    elif credential:
+        if to_anthropic:
+            out.append((b"x-api-key", credential))
+        else:
+            out.append((b"authorization", b"Bearer " + credential))
+    if to_anthropic and not any(k == b"anthropic-version" for k, _ in out):
+        out.append((b"anthropic-version", ANTHROPIC_VERSION))
+    if not passthrough:
+        out.append((b"content-type", b"application/json"))
+        out.append((b"accept", b"text/event-stream" if stream else b"application/json"))
+    for name, value in upstream.headers.items():
+        key = name.lower().encode()
+        out = [(k, v) for k, v in out if k != key]
+        out.append((key, value.encode()))
+    return out
+
+
+def client_headers_from_upstream(headers: RawHeaders, *, passthrough: bool) -> RawHeaders:
+    """Which upstream response headers reach the client."""
+    out: RawHeaders = []
+    for k, v in headers:
+        if k in HOP_BY_HOP or (k in _SERVER_OWNED and not (passthrough and k != b"server")):
+            continue
+        if passthrough or _KEEP_ON_TRANSLATION.match(k):
+            out.append((k, v))
+    return out
+
+
+class UpstreamResponse:
+    """Status, headers and a body iterator; the same shape for both transports."""
+
+    __slots__ = ("_chunks", "headers", "status")
+
+    def __init__(self, status: int, headers: RawHeaders, chunks: AsyncIterator[bytes]) -> None:
+        self.status = status
+        self.headers = headers
+        self._chunks = chunks
+
+    @property
+    def is_event_stream(self) -> bool:
+        for k, v in self.headers:
+            if k == b"content-type":
+                return v.split(b";", 1)[0].strip().lower() == b"text/event-stream"
+        return False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks
+
+    async def read(self, limit: int = 8 * 1024 * 1024) -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self._chunks:
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                break
+        return b"".join(parts)
+
+
+# ------------------------------------------------------------------ httpx transport
+
+
+class HttpTransport:
+    """One pooled ``httpx.AsyncClient`` for every HTTP upstream of a middleware."""
+
+    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
+        self._client = client
+        self._owned = client is None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(600.0, connect=10.0),
+                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                follow_redirects=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._owned:
+            await self._client.aclose()
+            self._client = None
+
+    @asynccontextmanager
+    async def open(
+        self, upstream: Upstream, headers: RawHeaders, body: bytes, *, raw: bool
+    ) -> AsyncIterator[UpstreamResponse]:
+        """Send the request; yields once headers arrived. ``raw`` keeps the body's
+        content-encoding (pass-through) instead of decoding it."""
+        timeout = httpx.Timeout(upstream.read_timeout, connect=upstream.connect_timeout)
+        request = self.client.build_request(
+            "POST", upstream.url, content=body, headers=headers, timeout=timeout
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise ProxyError(
+                504, f"upstream timed out ({type(exc).__name__})", kind="timeout"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProxyError(
+                502, f"upstream unreachable ({type(exc).__name__})", kind="bad_gateway"
+            ) from None
+        try:
+            chunks = response.aiter_raw() if raw else response.aiter_bytes()
+            yield UpstreamResponse(response.status_code, list(response.headers.raw), _guard(chunks))
+        finally:
+            await response.aclose()
+
+
+async def _guard(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Body iteration with transport failures turned into ``ProxyError``."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except httpx.TimeoutException:
+        raise ProxyError(504, "upstream stopped sending (read timeout)", kind="timeout") from None
+    except httpx.HTTPError as exc:
+        raise ProxyError(
+            502, f"upstream connection failed mid-body ({type(exc).__name__})", kind="bad_gateway"
+        ) from None
+
+
+# ---------------------------------------------------------------- inner-app transport
+
+
+@asynccontextmanager
+async def open_inner(
+    app: ASGIApp, scope: Scope, upstream: Upstream, headers: RawHeaders, body: bytes
+) -> AsyncIterator[UpstreamResponse]:
+    """Call the wrapped ASGI app as the upstream, with no network hop.
+
+    The app runs in its own task; its ``send`` feeds a memory stream that the caller
+    reads like an HTTP body, chunk by chunk as the app sends them. Leaving the context
+    cancels the app (which is how a client disconnect reaches it).
+    """
+    path = upstream.path
+    inner_scope = dict(scope)
+    inner_scope.update(
+        path=path,
+        raw_path=path.encode(),
+        query_string=b"",
+        method="POST",
+        headers=[*headers, (b"content-length", str(len(body)).encode())],
+    )
+    inner_scope.setdefault("state", {})
+    sender, receiver = anyio.create_memory_object_stream[Message](64)
+    finished = anyio.Event()
+    body_sent = False
+
+    async def receive() -> Message:
+        nonlocal body_sent
+        if not body_sent:
+            body_sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await finished.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        await sender.send(message)
+
+    async def run_app() -> None:
+        async with sender:
+            try:
+                await app(inner_scope, receive, send)
+            except Exception:  # the inner app crashed: to the client, an upstream fault
+                logger.exception("inner app raised while serving %s", path)
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await sender.send({"type": "proxai.crash"})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_app)
+        try:
+            start = await receiver.receive()
+        except anyio.EndOfStream:
+            raise ProxyError(502, "inner app sent no response", kind="bad_gateway") from None
+        if start.get("type") == "proxai.crash":
+            raise ProxyError(502, "inner app failed before responding", kind="bad_gateway")
+        if start.get("type") != "http.response.start":
+            raise ProxyError(502, "inner app sent no response start", kind="bad_gateway")
+
+        async def chunks() -> AsyncIterator[bytes]:
+            async for message in receiver:
+                kind = message.get("type")
+                if kind == "http.response.body":
+                    data = message.get("body", b"")
+                    if data:
+                        yield data
+                    if not message.get("more_body", False):
+                        return
+                elif kind == "proxai.crash":
+                    raise ProxyError(502, "inner app failed mid-body", kind="bad_gateway")
+
+        try:
+            yield UpstreamResponse(int(start["status"]), list(start.get("headers", [])), chunks())
+        finally:
+            finished.set()
+            tg.cancel_scope.cancel()

@@ -1,0 +1,149 @@
+"""Real loopback servers for end-to-end tests: uvicorn on 127.0.0.1, port 0, in a
+thread, always stopped. ``httpx.ASGITransport`` buffers whole bodies, so anything
+about streaming needs these."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+from proxai_asgi.upstream import ASGIApp, Receive, Scope, Send
+
+from .captures import load
+
+
+@contextlib.contextmanager
+def serve(app: ASGIApp) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 (a free port); yields ``http://127.0.0.1:PORT``."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.005)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: list[bytes]
+    delay: float = 0.0  # seconds between chunks
+
+
+def sse_frames(body: bytes) -> list[bytes]:
+    """An SSE body cut after every frame, so the upstream streams event by event."""
+    out: list[bytes] = []
+    rest = body
+    while rest:
+        i = rest.find(b"\n\n")
+        if i < 0:
+            out.append(rest)
+            break
+        out.append(rest[: i + 2])
+        rest = rest[i + 2 :]
+    return out
+
+
+def reply_from_capture(name: str, delay: float = 0.0) -> Reply:
+    rec = load(name)["response"]
+    body = rec["body"]
+    data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    ctype = rec.get("headers", {}).get("content-type", "application/json")
+    headers = [
+        (k, v)
+        for k, v in rec.get("headers", {}).items()
+        if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")
+    ]
+    if not any(k.lower() == "content-type" for k, _ in headers):
+        headers.append(("content-type", ctype))
+    chunks = sse_frames(data) if "event-stream" in ctype else [data]
+    return Reply(rec["status"], headers, chunks, delay)
+
+
+@dataclass
+class Seen:
+    path: str
+    query: bytes
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class FakeUpstream:
+    """An ASGI upstream that answers with scripted replies and records requests.
+
+    ``replies`` are used in order (the last one repeats). ``cancelled`` is set when a
+    streamed reply was cut short because the proxy went away."""
+
+    replies: list[Reply | Callable[[Seen], Reply]] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    def push(self, reply: Reply | Callable[[Seen], Reply]) -> FakeUpstream:
+        self.replies.append(reply)
+        return self
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        seen = Seen(scope["path"], scope.get("query_string", b""), headers, body)
+        self.seen.append(seen)
+        script = self.replies[min(len(self.seen), len(self.replies)) - 1]
+        reply = script(seen) if callable(script) else script
+        raw = [(k.lower().encode(), v.encode()) for k, v in reply.headers]
+        await send({"type": "http.response.start", "status": reply.status, "headers": raw})
+        disconnected = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            disconnected.set()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            for chunk in reply.chunks:
+                if reply.delay:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(disconnected.wait(), reply.delay)
+                if disconnected.is_set():
+                    self.cancelled.set()
+                    return
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            self.finished.set()
+        except (asyncio.CancelledError, OSError):
+            self.cancelled.set()
+            raise
+        finally:
+            watcher.cancel()

@@ -1,0 +1,84 @@
+"""The incremental SSE decoder: any split point, any line ending, same events."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxai_asgi.sse import SSEDecoder, SSEEvent, encode_event
+from tests.helpers.captures import capture_names, response_body
+
+SSE_CAPTURES = [n for n in capture_names() if "_sse_" in n]
+
+
+def decode_all(chunks: list[bytes]) -> list[SSEEvent]:
+    d = SSEDecoder()
+    out: list[SSEEvent] = []
+    for ch in chunks:
+        out.extend(d.decode(ch))
+    out.extend(d.flush())
+    return out
+
+
+@pytest.mark.parametrize("name", SSE_CAPTURES)
+def test_sse_capture_decodes_identically_at_every_split_point(name: str) -> None:
+    body = response_body(name)
+    whole = decode_all([body])
+    assert whole, "capture has events"
+    for i in range(len(body) + 1):
+        assert decode_all([body[:i], body[i:]]) == whole, f"split at byte {i}"
+
+
+@pytest.mark.parametrize("name", SSE_CAPTURES)
+def test_sse_capture_decodes_byte_by_byte(name: str) -> None:
+    body = response_body(name)
+    assert decode_all([body[i : i + 1] for i in range(len(body))]) == decode_all([body])
+
+
+def test_sse_crlf_cr_and_lf_line_endings_are_equivalent() -> None:
+    lf = b"event: a\ndata: 1\n\ndata: 2\n\n"
+    expected = [SSEEvent("a", b"1"), SSEEvent(None, b"2")]
+    assert decode_all([lf]) == expected
+    assert decode_all([lf.replace(b"\n", b"\r\n")]) == expected
+    assert decode_all([lf.replace(b"\n", b"\r")]) == expected
+    crlf = lf.replace(b"\n", b"\r\n")
+    for i in range(len(crlf) + 1):
+        assert decode_all([crlf[:i], crlf[i:]]) == expected, i
+
+
+def test_sse_multi_line_data_is_joined_with_newlines() -> None:
+    assert decode_all([b"data: a\ndata:b\ndata:  c\n\n"]) == [SSEEvent(None, b"a\nb\n c")]
+
+
+def test_sse_comments_and_unknown_fields_are_ignored() -> None:
+    body = b": keep-alive\n\nretry: 10\nfoo: bar\nid: 7\ndata: x\n\n"
+    assert decode_all([body]) == [SSEEvent(None, b"x", "7")]
+
+
+def test_sse_utf8_character_split_across_chunks() -> None:
+    body = 'data: {"t":"héllo 🌍"}\n\n'.encode()
+    for i in range(len(body) + 1):
+        (ev,) = decode_all([body[:i], body[i:]])
+        assert ev.data.decode() == '{"t":"héllo 🌍"}'
+
+
+def test_sse_done_sentinel_is_recognised() -> None:
+    (ev,) = decode_all([b"data: [DONE]\n\n"])
+    assert ev.is_done
+
+
+def test_sse_final_frame_without_blank_line_is_flushed() -> None:
+    assert decode_all([b"event: x\ndata: 1"]) == [SSEEvent("x", b"1")]
+
+
+def test_sse_encoder_round_trips() -> None:
+    frames = encode_event(b'{"a":1}', "message_start") + encode_event(b"[DONE]")
+    assert decode_all([frames]) == [SSEEvent("message_start", b'{"a":1}'), SSEEvent(None, b"[DONE]")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=20))
+def test_sse_decoder_never_raises_and_split_does_not_matter(chunks: list[bytes]) -> None:
+    joined = b"".join(chunks)
+    assert decode_all(chunks) == decode_all([joined])
