@@ -276,6 +276,7 @@ class BlockSignature(msgspec.Struct, tag="block_signature", kw_only=True):
     index: int
     signature: str | None = None
     encrypted_content: str | None = None
+    item_id: str | None = None  # the Responses item id that goes with encrypted_content
 
 
 class Citations(msgspec.Struct, tag="citations", kw_only=True):

@@ -67,8 +67,8 @@ class FileSource(_Source, tag="file"):
 
 
 class TextSource(_Source, tag="text"):
+    media_type: str  # "text/plain", required by the API
     data: str
-    media_type: str = "text/plain"
 
 
 class ContentSource(_Source, tag="content"):
@@ -199,7 +199,12 @@ class FallbackBlock(_Dropped, tag="fallback"): ...
 
 
 ToolResultContent = (
-    TextBlock | ImageBlock | DocumentBlock | SearchResultBlock | ToolReferenceBlock | BrowserStateBlock
+    TextBlock
+    | ImageBlock
+    | DocumentBlock
+    | SearchResultBlock
+    | ToolReferenceBlock
+    | BrowserStateBlock
 )
 
 InputBlock = (
@@ -284,8 +289,11 @@ class JsonSchemaFormat(msgspec.Struct, kw_only=True):
     schema: dict[str, Any]
 
 
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
 class OutputConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
-    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    effort: Effort | None = None
     format: JsonSchemaFormat | None = None
 
 
@@ -340,19 +348,24 @@ class StopDetails(msgspec.Struct, kw_only=True):
     explanation: str | None = None
 
 
-class Message(msgspec.Struct, kw_only=True):
+class MessageHead(msgspec.Struct, kw_only=True):
+    """Every ``Message`` field but ``content`` (always emitted, ``null`` included)."""
+
     id: str
     type: str = "message"
     role: str = "assistant"
     model: str = ""
-    content: list[OutputBlock] = msgspec.field(default_factory=list)
     stop_reason: str | None = None
     stop_sequence: str | None = None
     stop_details: StopDetails | None = None
     usage: Usage = msgspec.field(default_factory=Usage)
 
 
-class RawMessage(msgspec.Struct, kw_only=True):
+class Message(MessageHead, kw_only=True):
+    content: list[OutputBlock] = msgspec.field(default_factory=list)
+
+
+class RawMessage(MessageHead, kw_only=True):
     """``Message`` with its blocks left undecoded (the slow path for unknown types)."""
 
     content: list[msgspec.Raw] = msgspec.field(default_factory=list)

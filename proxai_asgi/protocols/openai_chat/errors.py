@@ -132,7 +132,9 @@ def _plain_message(status: int, body: bytes) -> str:
     text = body.decode("utf-8", "replace")
     text = _SCRIPT.sub(" ", text)
     text = _WS.sub(" ", _TAG.sub(" ", text)).strip()[:300].strip()
-    return f"upstream returned HTTP {status}: {text}" if text else f"upstream returned HTTP {status}"
+    return (
+        f"upstream returned HTTP {status}: {text}" if text else f"upstream returned HTTP {status}"
+    )
 
 
 def _opt_str(v: object) -> str | None:
@@ -164,7 +166,9 @@ def _from_error_object(status: int, obj: dict[str, Any]) -> ProxyError:
         kind = kind_for_status(status)
     if kind is None:
         kind = kind_from_fields(etype, code) or kind_for_status(status)
-    return ProxyError(status, message, kind=kind, param=_opt_str(obj.get("param")), code=_opt_str(code))
+    return ProxyError(
+        status, message, kind=kind, param=_opt_str(obj.get("param")), code=_opt_str(code)
+    )
 
 
 def decode_openai_error(status: int, body: bytes) -> ProxyError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mimetypes
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -18,6 +19,7 @@ _KEYS_DEC = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _ENC = msgspec.json.Encoder()
 
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
+_MISSING = re.compile(r"missing required field `([^`]+)`")
 
 
 # ======================================================================== helpers
@@ -28,9 +30,14 @@ def _invalid(message: str, param: str | None = None) -> ProxyError:
 
 
 def _validation_error(e: Exception) -> ProxyError:
+    """A msgspec validation error as a 400 whose ``param`` is the offending path."""
     text = str(e)
     m = _PATH.search(text)
-    return _invalid(f"Invalid request body: {text}", m.group(1) if m else None)
+    path = m.group(1) if m else ""
+    missing = _MISSING.search(text)
+    if missing is not None:  # name the missing field itself
+        path = f"{path}.{missing.group(1)}" if path else missing.group(1)
+    return _invalid(f"Invalid request body: {text}", path or None)
 
 
 def parse_data_url(url: str) -> tuple[str, str] | None:
@@ -154,7 +161,9 @@ def _assistant(
         if kind == "function":
             if tc.function is None:
                 raise _invalid(f"{tpath}.function is required", f"{tpath}.function")
-            parts.append(c.ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments))
+            parts.append(
+                c.ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments)
+            )
             kinds[tc.id] = "function"
         elif kind == "custom":
             if tc.custom is None:
@@ -237,9 +246,7 @@ def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
     if rf.type == "json_schema":
         js = rf.json_schema
         if js is None:
-            raise _invalid(
-                "response_format.json_schema is required", "response_format.json_schema"
-            )
+            raise _invalid("response_format.json_schema is required", "response_format.json_schema")
         return c.ResponseFormat(
             type="json_schema",
             name=js.name,
@@ -247,9 +254,7 @@ def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
             strict=js.strict,
             description=js.description,
         )
-    raise _invalid(
-        f"response_format.type: unsupported value {rf.type!r}", "response_format.type"
-    )
+    raise _invalid(f"response_format.type: unsupported value {rf.type!r}", "response_format.type")
 
 
 # ===================================================================== client side
@@ -278,7 +283,9 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         if isinstance(m, (w.SystemMessage, w.DeveloperMessage)):
             system.extend(_text_parts(m.content))
         elif isinstance(m, w.UserMessage):
-            messages.append(c.Message(role="user", content=_user_content(m.content, f"{path}.content")))
+            messages.append(
+                c.Message(role="user", content=_user_content(m.content, f"{path}.content"))
+            )
         elif isinstance(m, w.AssistantMessage):
             messages.append(_assistant(m, path, kinds, report))
         elif isinstance(m, w.ToolMessage):
@@ -438,7 +445,9 @@ class _Encoder:
                 if p.kind == "custom":
                     calls.append(
                         w.ToolCall(
-                            id=p.id, type="custom", custom=w.CustomCall(name=p.name, input=p.arguments)
+                            id=p.id,
+                            type="custom",
+                            custom=w.CustomCall(name=p.name, input=p.arguments),
                         )
                     )
                 else:
@@ -472,7 +481,7 @@ class _Encoder:
             )
         )
 
-    def tool(self, results: list[c.Part], path: str) -> None:
+    def tool(self, results: Sequence[c.Part], path: str) -> None:
         carried: list[w.UserPart] = []
         for p in results:
             if not isinstance(p, c.ToolResult):
@@ -517,8 +526,8 @@ def encode_request(
 
     enc = _Encoder(report, options)
     if request.system:
-        for t in request.system:
-            enc._cache(t.cache_control)
+        for s in request.system:
+            enc._cache(s.cache_control)
         system: str | list[w.TextPart]
         if len(request.system) == 1:
             system = request.system[0].text

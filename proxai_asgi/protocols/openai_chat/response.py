@@ -76,9 +76,7 @@ def fallback_tool_id(response_id: str, n: int) -> str:
     return ids.item_id("call_", response_id, n)
 
 
-def annotations_for(
-    citations: Iterable[c.Citation], start: int, end: int
-) -> list[w.AnnotationOut]:
+def annotations_for(citations: Iterable[c.Citation], start: int, end: int) -> list[w.AnnotationOut]:
     """Citations of a text span ``[start, end)`` of the message content as url_citation
     annotations; a citation without its own offsets covers the whole span."""
     out: list[w.AnnotationOut] = []
@@ -231,7 +229,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     offset = 0
     for p in response.content:
         if isinstance(p, c.Text):
-            if p.citations:
+            if p.citations and p.text:
                 annotations.extend(annotations_for(p.citations, offset, offset + len(p.text)))
             texts.append(p.text)
             offset += len(p.text)
@@ -244,7 +242,9 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
             call_id = p.id or fallback_tool_id(response.id, len(calls))
             if p.kind == "custom":
                 calls.append(
-                    w.CustomToolCallOut(id=call_id, custom=w.CustomOut(name=p.name, input=p.arguments))
+                    w.CustomToolCallOut(
+                        id=call_id, custom=w.CustomOut(name=p.name, input=p.arguments)
+                    )
                 )
             else:
                 calls.append(
@@ -259,7 +259,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     if response.stop_reason == "refusal" and refusal is None:
         # Spec (refusal-and-status): the visible wording of a refused turn is the
         # refusal; without any, the upstream's explanation is.
-        refusal = content or response.refusal_explanation
+        refusal = content or response.refusal_explanation or None
         content = None
     if content is not None and content == refusal:
         content = None  # never the same text in both fields

@@ -75,7 +75,9 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
     custom: CustomCall | None = None
 
 
-class SystemMessage(msgspec.Struct, tag="system", tag_field="role", kw_only=True, omit_defaults=True):
+class SystemMessage(
+    msgspec.Struct, tag="system", tag_field="role", kw_only=True, omit_defaults=True
+):
     content: str | list[TextPart]
     name: str | None = None
 
@@ -95,7 +97,7 @@ class UserMessage(msgspec.Struct, tag="user", tag_field="role", kw_only=True, om
 class AssistantMessage(
     msgspec.Struct, tag="assistant", tag_field="role", kw_only=True, omit_defaults=True
 ):
-    content: str | list[AssistantPart] | None | UnsetType = UNSET
+    content: str | list[AssistantPart] | UnsetType | None = UNSET
     refusal: str | None = None
     tool_calls: list[ToolCall] | None = None
     reasoning_content: str | None = None  # DeepSeek / vLLM / Kimi extension
@@ -118,7 +120,12 @@ class FunctionMessage(
 
 
 Message = (
-    SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage
+    SystemMessage
+    | DeveloperMessage
+    | UserMessage
+    | AssistantMessage
+    | ToolMessage
+    | FunctionMessage
 )
 
 

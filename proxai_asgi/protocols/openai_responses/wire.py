@@ -311,6 +311,7 @@ OutputItem = OutputMessage | OutputReasoning | OutputFunctionCall | OutputCustom
 
 class InputTokensDetails(Struct):
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class OutputTokensDetails(Struct):
@@ -618,6 +619,7 @@ class UpTypeHead(Struct):
 
 class UpInputDetails(Struct):
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class UpOutputDetails(Struct):
@@ -665,7 +667,7 @@ class UpEvent(Struct):
     content_index: int | None = None
     summary_index: int | None = None
     part: UpPart | None = None
-    delta: str = ""
+    delta: str | None = None
     text: str | None = None
     arguments: str | None = None
     input: str | None = None

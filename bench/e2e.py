@@ -1,0 +1,156 @@
+"""End to end through uvicorn on loopback, each server in its own process.
+
+Measures, in one run:
+- events/s of a long stream read directly from the upstream, through the proxy as
+  pass-through, and through the proxy translated (Chat upstream -> Anthropic and
+  Responses clients);
+- added time to first byte of a small non-streamed request (p50, p99) over a direct
+  call, pass-through and translated.
+
+    .venv/bin/python bench/e2e.py
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+UPSTREAM_APP = r"""
+import sys
+sys.path.insert(0, {root!r})
+from bench.sansio import synthetic
+STREAM = synthetic("openai_chat_completions", {n})
+SMALL = (b'{{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m",'
+         b'"choices":[{{"index":0,"message":{{"role":"assistant","content":"hi"}},'
+         b'"finish_reason":"stop"}}],"usage":{{"prompt_tokens":1,"completion_tokens":1,'
+         b'"total_tokens":2}}}}')
+CHUNKS = [p + b"\n\n" for p in STREAM.split(b"\n\n") if p]
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        m = await receive()
+        body += m.get("body", b"")
+        if not m.get("more_body"):
+            break
+    if b'"stream":true' in body.replace(b" ", b""):
+        await send({{"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]}})
+        for ch in CHUNKS:
+            await send({{"type": "http.response.body", "body": ch, "more_body": True}})
+        await send({{"type": "http.response.body", "body": b""}})
+    else:
+        await send({{"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]}})
+        await send({{"type": "http.response.body", "body": SMALL}})
+"""
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} never opened")
+
+
+def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return proc
+
+
+def stream_rate(url: str, body: dict[str, object], runs: int = 5) -> float:
+    rates = []
+    with httpx.Client(timeout=60) as client:
+        for _ in range(runs):
+            t = time.perf_counter()
+            events = 0
+            with client.stream("POST", url, json=body) as r:
+                for line in r.iter_lines():
+                    if line.startswith("data:"):
+                        events += 1
+            rates.append(events / (time.perf_counter() - t))
+    return statistics.median(rates)
+
+
+def ttfb(url: str, body: dict[str, object], n: int = 300) -> tuple[float, float]:
+    samples = []
+    with httpx.Client(timeout=30) as client:
+        for i in range(n + 20):
+            t = time.perf_counter()
+            client.post(url, json=body).raise_for_status()
+            if i >= 20:  # warm-up
+                samples.append((time.perf_counter() - t) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+
+
+def main() -> None:
+    n = int(os.environ.get("BENCH_DELTAS", "4000"))
+    up_port, px_port = free_port(), free_port()
+    app_file = ROOT / "bench" / "_upstream_app.py"
+    app_file.write_text(UPSTREAM_APP.format(root=str(ROOT), n=n))
+    procs = []
+    try:
+        procs.append(start([PY, "-m", "uvicorn", "bench._upstream_app:app", "--port", str(up_port),
+                            "--log-level", "warning", "--no-access-log"], up_port))
+        procs.append(start([PY, "-m", "proxai_asgi", "--port", str(px_port), "--upstream-protocol",
+                            "openai_chat_completions", "--upstream-url",
+                            f"http://127.0.0.1:{up_port}/v1", "--log-level", "warning"], px_port))
+        direct = f"http://127.0.0.1:{up_port}/v1/chat/completions"
+        proxy = f"http://127.0.0.1:{px_port}"
+        chat = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+        anth = {"model": "m", "stream": True, "max_tokens": 10,
+                "messages": [{"role": "user", "content": "x"}]}
+        resp = {"model": "m", "stream": True, "input": "x"}
+        print(f"stream of {n} text deltas + tool calls, events/s read by the client (median of 5):")
+        d = stream_rate(direct, chat)
+        p = stream_rate(proxy + "/v1/chat/completions", chat)
+        a = stream_rate(proxy + "/v1/messages", anth)
+        r = stream_rate(proxy + "/v1/responses", resp)
+        print(f"  direct             {d:10.0f}")
+        print(f"  pass-through       {p:10.0f}  ({p / d:.2f}x direct)")
+        print(f"  chat -> anthropic  {a:10.0f}  ({a / p:.2f}x pass-through)")
+        print(f"  chat -> responses  {r:10.0f}  ({r / p:.2f}x pass-through)")
+        small = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        small_a = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+        print("non-streamed request latency, ms (p50 / p99 over 300):")
+        d50, d99 = ttfb(direct, small)
+        p50, p99 = ttfb(proxy + "/v1/chat/completions", small)
+        t50, t99 = ttfb(proxy + "/v1/messages", small_a)
+        print(f"  direct             {d50:6.2f} / {d99:6.2f}")
+        print(f"  pass-through       {p50:6.2f} / {p99:6.2f}  (+{p50 - d50:.2f} ms p50)")
+        print(f"  chat -> anthropic  {t50:6.2f} / {t99:6.2f}  (+{t50 - d50:.2f} ms p50)")
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+        app_file.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Anthropic Messages (``POST /v1/messages``) codec.
+
+Client side: Claude Code and the Anthropic SDKs. Upstream side: api.anthropic.com and
+Anthropic-compatible servers. ``CODEC`` satisfies ``proxai_asgi.codec.Codec``.
+"""
+
+from __future__ import annotations
+
+from ... import canonical as c
+from ...codec import Codec, ProtocolName, UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import errors, request, response, stream
+
+
+class AnthropicMessagesCodec:
+    name: ProtocolName = "anthropic_messages"
+    client_paths: tuple[str, ...] = ("/v1/messages",)
+    upstream_path: str = "/v1/messages"
+    supports_custom_tools: bool = False
+
+    # ---- client side
+
+    def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:
+        return request.decode_request(body, report)
+
+    def encode_response(self, response_: c.Response, request_: c.Request) -> bytes:
+        return response.encode_response(response_, request_)
+
+    def stream_encoder(self, request_: c.Request) -> stream.AnthropicStreamEncoder:
+        return stream.AnthropicStreamEncoder(request_)
+
+    def encode_error(self, error: ProxyError) -> bytes:
+        return errors.encode_error(error)
+
+    # ---- upstream side
+
+    def encode_request(
+        self, request_: c.Request, report: TranslationReport, options: UpstreamOptions
+    ) -> bytes:
+        return request.encode_request(request_, report, options)
+
+    def decode_response(self, body: bytes) -> c.Response:
+        return response.decode_response(body)
+
+    def stream_decoder(self) -> stream.AnthropicStreamDecoder:
+        return stream.AnthropicStreamDecoder()
+
+    def decode_error(self, status: int, body: bytes) -> ProxyError:
+        return errors.decode_error(status, body)
+
+
+CODEC: Codec = AnthropicMessagesCodec()
+
+__all__ = ["CODEC", "AnthropicMessagesCodec"]

@@ -1,0 +1,676 @@
+"""Anthropic Messages request bodies: client body -> canonical, canonical -> upstream body.
+
+Client side (``decode_request``): validation as strict as the real API and no stricter.
+Every field Claude Code sends is accepted; top-level fields with no canonical meaning
+(``context_management``, ``cache_control``, ``container``, ``mcp_servers``, ``betas``,
+anything unknown) are dropped and reported, as are history blocks of server tools.
+
+Upstream side (``encode_request``), the reasoning rule:
+- ``budget_tokens`` given (only an Anthropic client sends one) -> ``thinking
+  {type: enabled, budget_tokens}`` (plus ``output_config.effort`` when an effort is set);
+- ``enabled is False`` or effort ``none``/``minimal`` -> ``thinking {type: disabled}``;
+- effort ``low``/``medium``/``high``/``xhigh`` -> ``thinking {type: adaptive}`` and
+  ``output_config.effort`` (``xhigh`` -> ``max``); a budget is never invented;
+- ``enabled`` alone -> ``thinking {type: adaptive}``;
+- a summary request -> ``thinking.display: "summarized"`` when thinking is on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any, Literal
+
+import msgspec
+
+from ... import canonical as c
+from ... import ids, reasoning_carry
+from ...codec import UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import wire
+from .response import arguments_json, citations_in, reasoning_from_thinking
+
+_request_decoder = msgspec.json.Decoder(wire.MessagesRequest)
+_fields_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_encoder = msgspec.json.Encoder()
+_json = msgspec.json.Decoder()
+
+_KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
+_TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
+_PATH = re.compile(r"`\$\.?([^`]*)`")
+_EFFORT_IN = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
+_EFFORT_OUT: dict[str, wire.Effort] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "max",
+}
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+# base64 prefixes of the image formats Anthropic accepts, for data without a media type
+_IMAGE_MAGIC = (
+    ("/9j/", "image/jpeg"),
+    ("iVBORw0KGgo", "image/png"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+)
+_DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_TOOL_CHOICE_OUT: dict[str, Literal["auto", "none", "any"]] = {
+    "auto": "auto",
+    "none": "none",
+    "required": "any",
+}
+_TOOL_CHOICE_IN: dict[str, Literal["auto", "none", "required"]] = {
+    "auto": "auto",
+    "none": "none",
+    "any": "required",
+}
+
+
+def _invalid(error: Exception, prefix: str = "") -> ProxyError:
+    """A 400 from a msgspec error, its ``$.path`` kept (under ``prefix``) and named."""
+    message = str(error)
+    if prefix:
+        message = message.replace("`$", f"`$.{prefix}", 1)
+    m = _PATH.search(message)
+    return ProxyError.invalid(message, param=m.group(1) if m else None)
+
+
+def _tag(block: msgspec.Struct) -> str:
+    return str(block.__struct_config__.tag)
+
+
+# ====================================================================== client
+
+
+def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+    try:
+        req = _request_decoder.decode(body)
+        fields = _fields_decoder.decode(body)
+    except msgspec.ValidationError as e:
+        raise _invalid(e) from None
+    except (msgspec.DecodeError, ValueError) as e:  # ValueError: invalid UTF-8
+        raise ProxyError.invalid(f"request body is not valid JSON: {e}") from None
+    for name in fields:
+        if name not in _KNOWN_FIELDS:
+            report.drop(name)
+
+    system = _system_in(req.system)
+    messages: list[c.Message] = []
+    for i, m in enumerate(req.messages):
+        blocks: list[wire.InputBlock] = (
+            [wire.TextBlock(text=m.content)] if isinstance(m.content, str) else m.content
+        )
+        if m.role == "system":
+            system.extend(_system_message(blocks, i))
+        elif m.role == "user":
+            messages.extend(_user_turn(blocks, i, report))
+        else:
+            messages.append(_assistant_turn(blocks, i, report))
+
+    tools, hosted = _tools_in(req.tools or [], report)
+    tool_choice, parallel = _tool_choice_in(req.tool_choice)
+    fmt = (req.output_config.format if req.output_config else None) or req.output_format
+    return c.Request(
+        model=req.model,
+        messages=messages,
+        system=system,
+        tools=tools,
+        hosted_tools=hosted,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        max_tokens=req.max_tokens,
+        temperature=req.temperature,
+        top_p=req.top_p,
+        top_k=req.top_k,
+        stop=list(req.stop_sequences or ()),
+        stream=bool(req.stream),
+        response_format=(
+            c.ResponseFormat(type="json_schema", name="response", schema=fmt.schema)
+            if fmt is not None
+            else None
+        ),
+        reasoning=_reasoning_in(req.thinking, req.output_config),
+        user=req.metadata.user_id if req.metadata else None,
+        service_tier=req.service_tier,
+    )
+
+
+def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [c.Text(text=system)] if system else []
+    return [c.Text(text=b.text, cache_control=b.cache_control) for b in system]
+
+
+def _system_message(blocks: list[wire.InputBlock], i: int) -> list[c.Text]:
+    out: list[c.Text] = []
+    for j, b in enumerate(blocks):
+        if not isinstance(b, wire.TextBlock):
+            path = f"messages[{i}].content[{j}].type"
+            raise ProxyError.invalid(f"{path}: a system message holds only text blocks", path)
+        out.append(c.Text(text=b.text, cache_control=b.cache_control))
+    return out
+
+
+def _content_in(
+    b: wire.TextBlock | wire.ImageBlock | wire.DocumentBlock, path: str, report: TranslationReport
+) -> c.Part:
+    """Text, image and document blocks (message content and tool_result content)."""
+    if isinstance(b, wire.TextBlock):
+        cites = citations_in(b.citations)
+        if b.citations and len(cites or ()) < len(b.citations):
+            report.drop("text.citations")  # document-location citations have no URL
+        return c.Text(text=b.text, cache_control=b.cache_control, citations=cites)
+    src = b.source
+    if isinstance(b, wire.ImageBlock):
+        if isinstance(src, wire.Base64Source):
+            return c.Image(data=src.data, media_type=src.media_type, cache_control=b.cache_control)
+        if isinstance(src, wire.UrlSource):
+            return c.Image(url=src.url, cache_control=b.cache_control)
+        raise ProxyError.invalid(
+            f"{path}.source: an Anthropic file reference cannot be translated", f"{path}.source"
+        )
+    if b.context is not None:
+        report.drop("document.context")
+    if b.citations is not None:
+        report.drop("document.citations")
+    doc = c.File(filename=b.title, cache_control=b.cache_control)
+    if isinstance(src, wire.Base64Source):
+        doc.data, doc.media_type = src.data, src.media_type
+    elif isinstance(src, wire.TextSource):
+        doc.text, doc.media_type = src.data, src.media_type
+    elif isinstance(src, wire.UrlSource):
+        doc.url = src.url
+    elif isinstance(src, wire.FileSource):
+        doc.file_id = src.file_id
+    elif isinstance(src.content, str):
+        doc.text = src.content
+    else:
+        doc.text = "\n".join(x.text for x in src.content if isinstance(x, wire.TextBlock))
+    return doc
+
+
+def _tool_result_in(b: wire.ToolResultBlock, path: str, report: TranslationReport) -> c.ToolResult:
+    content: list[c.Part] = []
+    if isinstance(b.content, str):
+        if b.content:
+            content.append(c.Text(text=b.content))
+    elif b.content:
+        for k, x in enumerate(b.content):
+            if isinstance(x, (wire.TextBlock, wire.ImageBlock, wire.DocumentBlock)):
+                content.append(_content_in(x, f"{path}.content[{k}]", report))
+            else:
+                report.drop(f"tool_result.content.{_tag(x)}")
+    return c.ToolResult(
+        call_id=b.tool_use_id,
+        content=content,
+        is_error=bool(b.is_error),
+        cache_control=b.cache_control,
+    )
+
+
+def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> list[c.Message]:
+    """A user turn: its tool_result blocks become a ``tool`` message placed before the
+    rest of the turn's content (a second, ``user`` message)."""
+    results: list[c.Part] = []
+    rest: list[c.Part] = []
+    for j, b in enumerate(blocks):
+        path = f"messages[{i}].content[{j}]"
+        if isinstance(b, wire.ToolResultBlock):
+            results.append(_tool_result_in(b, path, report))
+        elif isinstance(b, (wire.TextBlock, wire.ImageBlock, wire.DocumentBlock)):
+            rest.append(_content_in(b, path, report))
+        elif isinstance(b, wire.ToolUseBlock):
+            raise ProxyError.invalid(
+                f"{path}.type: tool_use blocks belong in assistant messages", f"{path}.type"
+            )
+        else:
+            report.drop(f"messages.content.{_tag(b)}")
+    out: list[c.Message] = []
+    if results:
+        out.append(c.Message(role="tool", content=results))
+    if rest or not results:
+        out.append(c.Message(role="user", content=rest))
+    return out
+
+
+def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
+    parts: list[c.Part] = []
+    for j, b in enumerate(blocks):
+        path = f"messages[{i}].content[{j}]"
+        if isinstance(b, (wire.TextBlock, wire.ImageBlock, wire.DocumentBlock)):
+            parts.append(_content_in(b, path, report))
+        elif isinstance(b, wire.ToolUseBlock):
+            parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
+        elif isinstance(b, wire.ThinkingBlock):
+            parts.append(reasoning_from_thinking(b.thinking, b.signature))
+        elif isinstance(b, wire.RedactedThinkingBlock):
+            parts.append(c.Reasoning(redacted=b.data))
+        elif isinstance(b, wire.ToolResultBlock):
+            raise ProxyError.invalid(
+                f"{path}.type: tool_result blocks belong in user messages", f"{path}.type"
+            )
+        else:
+            report.drop(f"messages.content.{_tag(b)}")
+    return c.Message(role="assistant", content=parts)
+
+
+def _tools_in(
+    raw_tools: list[dict[str, Any]], report: TranslationReport
+) -> tuple[list[c.Tool], list[c.HostedTool]]:
+    tools: list[c.Tool] = []
+    hosted: list[c.HostedTool] = []
+    for i, raw in enumerate(raw_tools):
+        kind = raw.get("type")
+        if kind is not None and kind != "custom":
+            if not isinstance(kind, str):
+                path = f"tools[{i}].type"
+                raise ProxyError.invalid(f"{path}: expected a string", path)
+            hosted.append(c.HostedTool(protocol="anthropic_messages", type=kind, raw=raw))
+            continue
+        try:
+            t = msgspec.convert(raw, wire.ToolParam)
+        except msgspec.ValidationError as e:
+            raise _invalid(e, f"tools[{i}]") from None
+        for name in raw:
+            if name not in _TOOL_FIELDS:
+                report.drop(f"tools.{name}")  # defer_loading, input_examples, ...
+        tools.append(
+            c.Tool(
+                name=t.name,
+                description=t.description,
+                parameters=t.input_schema,
+                strict=t.strict,
+                cache_control=t.cache_control,
+            )
+        )
+    return tools, hosted
+
+
+def _tool_choice_in(tc: wire.ToolChoice | None) -> tuple[c.ToolChoice | None, bool | None]:
+    if tc is None:
+        return None, None
+    parallel = False if tc.disable_parallel_tool_use else None
+    if tc.type == "tool":
+        if not tc.name:
+            raise ProxyError.invalid(
+                "tool_choice.name: required when type is 'tool'", "tool_choice.name"
+            )
+        return c.ToolChoice(mode="tool", name=tc.name), parallel
+    return c.ToolChoice(mode=_TOOL_CHOICE_IN[tc.type]), parallel
+
+
+def _reasoning_in(
+    thinking: wire.ThinkingConfig | None, output: wire.OutputConfig | None
+) -> c.ReasoningConfig | None:
+    effort = _EFFORT_IN[output.effort] if output and output.effort else None
+    if thinking is None:
+        return c.ReasoningConfig(effort=effort) if effort else None
+    rc = c.ReasoningConfig(effort=effort, enabled=thinking.type != "disabled")
+    if thinking.type == "disabled":
+        rc.effort = "none"
+    elif thinking.type == "enabled":
+        rc.budget_tokens = thinking.budget_tokens
+    if thinking.display == "summarized":
+        rc.summary = "auto"
+    return rc
+
+
+# ==================================================================== upstream
+
+
+def encode_request(
+    request: c.Request, report: TranslationReport, options: UpstreamOptions
+) -> bytes:
+    _check_fields(request, report)
+    tools = _tools_out(request, report)
+    thinking, effort = _reasoning_out(request.reasoning)
+    fmt = _format_out(request.response_format)
+    temperature = request.temperature
+    if temperature is not None and temperature > 1.0:
+        report.drop("temperature")  # Anthropic's range is 0..1
+        temperature = 1.0
+    body = wire.UpstreamRequest(
+        model=request.model,
+        messages=_messages_out(request.messages, report),
+        max_tokens=request.max_tokens or options.default_max_tokens,
+        system=_system_out(request.system),
+        stop_sequences=request.stop or None,
+        temperature=temperature,
+        top_p=request.top_p,
+        top_k=request.top_k,
+        stream=True if request.stream else None,
+        metadata=wire.Metadata(user_id=request.user) if request.user else None,
+        tools=tools or None,
+        tool_choice=_tool_choice_out(request, bool(tools), report),
+        thinking=thinking,
+        output_config=wire.OutputConfig(effort=effort, format=fmt) if effort or fmt else None,
+        service_tier=(
+            request.service_tier if request.service_tier in ("auto", "standard_only") else None
+        ),
+    )
+    return _encoder.encode(body)
+
+
+def _check_fields(request: c.Request, report: TranslationReport) -> None:
+    """Fields Anthropic cannot express: rejected when dropping them changes the kind of
+    answer, otherwise dropped and reported."""
+    if request.n is not None and request.n > 1:
+        report.reject("n", "Anthropic Messages returns a single candidate")
+    if request.logprobs:
+        report.reject("logprobs", "Anthropic Messages has no log probabilities")
+    if request.top_logprobs:
+        report.reject("top_logprobs", "Anthropic Messages has no log probabilities")
+    if request.previous_response_id is not None:
+        report.reject(
+            "previous_response_id", "Anthropic Messages is stateless; send the whole history"
+        )
+    if request.background:
+        report.reject("background", "Anthropic Messages has no background responses")
+    if request.prompt_cache_key is not None:
+        report.drop("prompt_cache_key")
+    if request.metadata:
+        report.drop("metadata")
+    if request.service_tier is not None and request.service_tier not in ("auto", "standard_only"):
+        report.drop("service_tier")
+
+
+def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
+    texts = [t for t in system if t.text]
+    if not texts:
+        return None
+    if len(texts) == 1 and texts[0].cache_control is None:
+        return texts[0].text
+    return [wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts]
+
+
+def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[wire.InputMessage]:
+    """Canonical turns -> Anthropic turns: tool turns become user turns of tool_result
+    blocks; consecutive same-role turns merge (parallel results share ONE user turn);
+    in each user turn the tool_result blocks come first."""
+    turns: list[tuple[str, list[wire.InputBlock]]] = []
+    dropped_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks: list[wire.InputBlock] = []
+        for j, p in enumerate(m.content):
+            block = _part_out(p, role, f"messages[{i}].content[{j}]", report, dropped_calls)
+            if block is not None:
+                blocks.append(block)
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    out: list[wire.InputMessage] = []
+    for role, blocks in turns:
+        if role == "user":
+            results = [b for b in blocks if isinstance(b, wire.ToolResultBlock)]
+            if results and len(results) != len(blocks):
+                blocks = results + [b for b in blocks if not isinstance(b, wire.ToolResultBlock)]
+        first = blocks[0]
+        content: str | list[wire.InputBlock] = blocks
+        if len(blocks) == 1 and isinstance(first, wire.TextBlock) and first.cache_control is None:
+            content = first.text  # the short form for a lone plain text block
+        out.append(
+            wire.InputMessage(role="user" if role == "user" else "assistant", content=content)
+        )
+    return out
+
+
+def _part_out(
+    p: c.Part, role: str, path: str, report: TranslationReport, dropped_calls: set[str]
+) -> wire.InputBlock | None:
+    if isinstance(p, (c.Text, c.Refusal)):
+        if not p.text:
+            return None  # Anthropic rejects empty text blocks
+        if isinstance(p, c.Refusal):
+            return wire.TextBlock(text=p.text)
+        if p.citations:
+            report.drop("text.citations")
+        return wire.TextBlock(text=p.text, cache_control=p.cache_control)
+    if isinstance(p, c.Image):
+        return _image_out(p, path, report)
+    if isinstance(p, c.File):
+        return _document_out(p, path)
+    if isinstance(p, c.ToolCall) and role == "assistant":
+        if p.kind == "custom":
+            report.reject(path, "custom (freeform) tool calls cannot be sent to Anthropic")
+            dropped_calls.add(p.id)
+            return None
+        return wire.ToolUseBlock(
+            id=ids.safe_tool_id(p.id, "toolu_missing"),
+            name=p.name,
+            input=_arguments_out(p.arguments, f"{path}.arguments"),
+        )
+    if isinstance(p, c.ToolResult) and role == "user":
+        if p.kind == "custom":
+            report.reject(path, "custom (freeform) tool results cannot be sent to Anthropic")
+            return None
+        if p.call_id in dropped_calls:
+            return None
+        return wire.ToolResultBlock(
+            tool_use_id=ids.safe_tool_id(p.call_id, "toolu_missing"),
+            content=_tool_result_content_out(p.content, path, report),
+            is_error=True if p.is_error else None,
+            cache_control=p.cache_control,
+        )
+    if isinstance(p, c.Reasoning) and role == "assistant":
+        block = _thinking_out(p)
+        if block is None:
+            report.drop("reasoning")  # no Anthropic signature: Anthropic would reject it
+        return block
+    report.drop(f"messages.content.{type(p).__struct_config__.tag}")
+    return None
+
+
+def _arguments_out(arguments: str, path: str) -> dict[str, Any]:
+    if not arguments:
+        return {}
+    try:
+        value = _json.decode(arguments)
+    except (msgspec.DecodeError, ValueError):
+        raise ProxyError.invalid(f"{path}: tool call arguments are not valid JSON", path) from None
+    if not isinstance(value, dict):
+        raise ProxyError.invalid(f"{path}: tool call arguments must be a JSON object", path)
+    return value
+
+
+def _tool_result_content_out(
+    parts: list[c.Part], path: str, report: TranslationReport
+) -> str | list[wire.ToolResultContent] | None:
+    blocks: list[wire.ToolResultContent] = []
+    for k, p in enumerate(parts):
+        if isinstance(p, (c.Text, c.Refusal)):
+            if p.text:
+                blocks.append(
+                    wire.TextBlock(
+                        text=p.text,
+                        cache_control=p.cache_control if isinstance(p, c.Text) else None,
+                    )
+                )
+        elif isinstance(p, c.Image):
+            blocks.append(_image_out(p, f"{path}.content[{k}]", report))
+        elif isinstance(p, c.File):
+            blocks.append(_document_out(p, f"{path}.content[{k}]"))
+        else:
+            report.drop(f"tool_result.content.{type(p).__struct_config__.tag}")
+    if not blocks:
+        return None
+    first = blocks[0]
+    if len(blocks) == 1 and isinstance(first, wire.TextBlock) and first.cache_control is None:
+        return first.text
+    return blocks
+
+
+def _data_url(url: str, path: str) -> tuple[str, str]:
+    """``data:<media type>;base64,<data>`` -> (media type, data)."""
+    head, sep, data = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        raise ProxyError.invalid(f"{path}: only base64 data URLs can be translated", path)
+    return head[5 : -len(";base64")], data
+
+
+def _image_out(img: c.Image, path: str, report: TranslationReport) -> wire.ImageBlock:
+    if img.detail is not None:
+        report.drop("image.detail")
+    source: wire.ImageSource
+    if img.data is None and img.url is not None and not img.url.startswith("data:"):
+        source = wire.UrlSource(url=img.url)
+    else:
+        if img.data is not None:
+            media_type, data = img.media_type, img.data
+        elif img.url is not None:
+            media_type, data = _data_url(img.url, path)
+        else:
+            raise ProxyError.invalid(f"{path}: image has neither data nor url", path)
+        if not media_type:
+            media_type = next((t for magic, t in _IMAGE_MAGIC if data.startswith(magic)), None)
+        if media_type not in _IMAGE_TYPES:
+            raise ProxyError.invalid(
+                f"{path}: image type {media_type!r} is not supported by Anthropic "
+                "(image/jpeg, image/png, image/gif, image/webp)",
+                path,
+            )
+        source = wire.Base64Source(media_type=media_type, data=data)
+    return wire.ImageBlock(source=source, cache_control=img.cache_control)
+
+
+def _document_out(f: c.File, path: str) -> wire.DocumentBlock:
+    source: wire.DocumentSource
+    data, media_type = f.data, f.media_type
+    if data is None and f.url is not None and f.url.startswith("data:"):
+        media_type, data = _data_url(f.url, path)
+    if data is not None:
+        if not media_type and data.startswith("JVBER"):  # base64 of "%PDF"
+            media_type = "application/pdf"
+        if media_type == "application/pdf":
+            source = wire.Base64Source(media_type=media_type, data=data)
+        elif media_type is not None and media_type.startswith("text/"):
+            try:
+                text = base64.b64decode(data, validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                raise ProxyError.invalid(
+                    f"{path}: text document is not base64 UTF-8", path
+                ) from None
+            source = wire.TextSource(media_type="text/plain", data=text)
+        else:
+            raise ProxyError.invalid(
+                f"{path}: document type {media_type!r} is not supported by Anthropic "
+                "(application/pdf or text)",
+                path,
+            )
+    elif f.text is not None:
+        source = wire.TextSource(media_type="text/plain", data=f.text)
+    elif f.url is not None:
+        source = wire.UrlSource(url=f.url)
+    else:
+        raise ProxyError.invalid(
+            f"{path}: a file_id reference cannot be carried to Anthropic; send the file data",
+            path,
+        )
+    return wire.DocumentBlock(source=source, title=f.filename, cache_control=f.cache_control)
+
+
+def _thinking_out(p: c.Reasoning) -> wire.ThinkingBlock | wire.RedactedThinkingBlock | None:
+    """Only reasoning Anthropic itself signed can be replayed to it."""
+    if p.redacted is not None:
+        return wire.RedactedThinkingBlock(data=p.redacted)
+    if p.signature and reasoning_carry.unpack(p.signature) is None:
+        return wire.ThinkingBlock(thinking=p.text, signature=p.signature)
+    payload = reasoning_carry.unpack(p.encrypted_content)
+    if payload is not None and payload.get("p") == "anthropic":
+        redacted = payload.get("redacted")
+        if isinstance(redacted, str):
+            return wire.RedactedThinkingBlock(data=redacted)
+        signature = payload.get("signature")
+        if isinstance(signature, str) and signature:
+            return wire.ThinkingBlock(thinking=p.text, signature=signature)
+    return None
+
+
+def _tools_out(
+    request: c.Request, report: TranslationReport
+) -> list[wire.ToolParam | dict[str, Any]]:
+    out: list[wire.ToolParam | dict[str, Any]] = []
+    for i, t in enumerate(request.tools):
+        if t.kind == "custom":
+            report.reject(f"tools[{i}]", "custom (freeform) tools cannot be Anthropic tools")
+            continue
+        schema = t.parameters if t.parameters is not None else _DEFAULT_SCHEMA
+        if "type" not in schema:
+            schema = {"type": "object", **schema}
+        elif schema["type"] != "object":
+            path = f"tools[{i}].parameters"
+            raise ProxyError.invalid(f"{path}: Anthropic tool schemas must be of type object", path)
+        out.append(
+            wire.ToolParam(
+                name=t.name,
+                description=t.description,
+                input_schema=schema,
+                cache_control=t.cache_control,
+                strict=True if t.strict else None,
+            )
+        )
+    for h in request.hosted_tools:
+        if h.protocol == "anthropic_messages":
+            out.append(h.raw)
+        else:
+            report.drop(f"tools.{h.type}")
+    return out
+
+
+def _tool_choice_out(
+    request: c.Request, has_tools: bool, report: TranslationReport
+) -> wire.ToolChoice | None:
+    tc = request.tool_choice
+    if not has_tools:
+        if tc is not None:
+            report.drop("tool_choice")
+        return None
+    choice: wire.ToolChoice | None = None
+    if tc is not None:
+        if tc.mode == "tool":
+            if tc.kind == "custom":
+                report.reject(
+                    "tool_choice", "a custom (freeform) tool cannot be forced on Anthropic"
+                )
+            else:
+                choice = wire.ToolChoice(type="tool", name=tc.name)
+        else:
+            choice = wire.ToolChoice(type=_TOOL_CHOICE_OUT[tc.mode])
+    if request.parallel_tool_calls is False:
+        if choice is None:
+            choice = wire.ToolChoice(type="auto")
+        if choice.type != "none":
+            choice.disable_parallel_tool_use = True
+    return choice
+
+
+def _reasoning_out(
+    rc: c.ReasoningConfig | None,
+) -> tuple[wire.ThinkingConfig | None, wire.Effort | None]:
+    if rc is None:
+        return None, None
+    effort = _EFFORT_OUT.get(rc.effort) if rc.effort else None
+    if rc.enabled is False or rc.effort in ("none", "minimal"):
+        return wire.ThinkingConfig(type="disabled"), None
+    if rc.budget_tokens is not None:
+        thinking = wire.ThinkingConfig(type="enabled", budget_tokens=rc.budget_tokens)
+    elif effort is not None or rc.enabled:
+        thinking = wire.ThinkingConfig(type="adaptive")
+    else:
+        return None, None
+    if rc.summary and rc.summary != "none":
+        thinking.display = "summarized"
+    return thinking, effort
+
+
+def _format_out(rf: c.ResponseFormat | None) -> wire.JsonSchemaFormat | None:
+    if rf is None or rf.type == "text":
+        return None
+    schema = rf.schema if rf.type == "json_schema" and rf.schema is not None else {"type": "object"}
+    return wire.JsonSchemaFormat(type="json_schema", schema=schema)

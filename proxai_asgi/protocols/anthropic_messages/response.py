@@ -1,0 +1,280 @@
+"""Anthropic ``Message`` bodies <-> canonical ``Response``, and the block/usage/stop
+helpers the stream codec shares, so streamed and non-streamed answers agree.
+
+Usage semantics: Anthropic's ``input_tokens`` excludes cache reads and writes; the
+canonical figure includes them. ``usage_in`` adds, ``usage_out`` subtracts.
+
+Client-side stop reason (``final_stop``): ``policy.anthropic_stop`` of the canonical
+stop, except that an ``end_turn`` answer carrying tool calls says ``tool_use`` (Chat
+and Responses upstreams often say "stop"/"completed" there), and an answer carrying
+refusal wording (a canonical ``Refusal`` part, from Chat ``message.refusal`` or a
+Responses refusal part) says ``refusal`` with ``stop_details.explanation``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, get_args
+
+import msgspec
+
+from ... import canonical as c
+from ... import ids, policy, reasoning_carry
+from ...errors import ProxyError
+from . import wire
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+_encoder = msgspec.json.Encoder()
+_json = msgspec.json.Decoder()
+_message_decoder = msgspec.json.Decoder(wire.Message)
+_raw_message_decoder = msgspec.json.Decoder(wire.RawMessage)
+_block_decoder = msgspec.json.Decoder(wire.OutputBlock)
+_type_decoder = msgspec.json.Decoder(wire.TypeOnly)
+
+KNOWN_OUTPUT_TYPES = frozenset(cls.__struct_config__.tag for cls in get_args(wire.OutputBlock))
+
+
+def bad_gateway(message: str) -> ProxyError:
+    return ProxyError(502, message, kind="bad_gateway")
+
+
+# ----------------------------------------------------------- shared: inbound
+
+
+def usage_in(u: wire.Usage) -> c.Usage:
+    cached = u.cache_read_input_tokens or 0
+    creation = u.cache_creation_input_tokens or 0
+    return c.Usage(
+        input_tokens=(u.input_tokens or 0) + cached + creation,
+        output_tokens=u.output_tokens,
+        cached_tokens=cached,
+        cache_creation_tokens=creation,
+    )
+
+
+def citations_in(citations: Iterable[wire.Citation] | None) -> list[c.Citation] | None:
+    """URL citations only: the one kind every protocol can carry."""
+    if not citations:
+        return None
+    out = [
+        c.Citation(url=x.url, title=x.title, cited_text=x.cited_text)
+        for x in citations
+        if x.url is not None
+    ]
+    return out or None
+
+
+def reasoning_from_thinking(thinking: str, signature: str) -> c.Reasoning:
+    """A thinking block; a signature that carries a packed Responses token (one we
+    minted for this client earlier) is unpacked back into ``encrypted_content``."""
+    payload = reasoning_carry.unpack(signature)
+    if payload is not None and payload.get("p") == "openai":
+        enc = payload.get("encrypted_content")
+        item = payload.get("id")
+        return c.Reasoning(
+            text=thinking,
+            encrypted_content=enc if isinstance(enc, str) else None,
+            item_id=item if isinstance(item, str) else None,
+        )
+    return c.Reasoning(text=thinking, signature=signature or None)
+
+
+def arguments_json(value: object) -> str:
+    return _encoder.encode(value).decode()
+
+
+# ---------------------------------------------------------- shared: outbound
+
+
+def usage_out(u: c.Usage) -> wire.Usage:
+    return wire.Usage(
+        input_tokens=max(0, u.input_tokens - u.cached_tokens - u.cache_creation_tokens),
+        output_tokens=u.output_tokens,
+        cache_creation_input_tokens=u.cache_creation_tokens,
+        cache_read_input_tokens=u.cached_tokens,
+    )
+
+
+def citation_out(x: c.Citation) -> wire.Citation:
+    return wire.Citation(
+        type="web_search_result_location",
+        cited_text=x.cited_text or "",
+        url=x.url,
+        title=x.title,
+        encrypted_index="",
+    )
+
+
+def client_signature(
+    signature: str | None, encrypted_content: str | None, item_id: str | None
+) -> str:
+    """The signature an Anthropic client sees: the upstream's own, or a Responses
+    token packed so the client can replay it, or ""."""
+    if signature:
+        return signature
+    if encrypted_content:
+        return reasoning_carry.pack_openai(encrypted_content=encrypted_content, item_id=item_id)
+    return ""
+
+
+def client_tool_id(call_id: str, upstream_id: str, n: int) -> str:
+    """The n-th tool call's id (fallback derived from the message id when unusable)."""
+    return ids.safe_tool_id(call_id, ids.item_id("toolu_", upstream_id, n))
+
+
+def custom_tool_input(raw: str) -> dict[str, Any]:
+    """A freeform (custom) tool call as a JSON object: ``{"input": <text>}``."""
+    return {"input": raw}
+
+
+def final_stop(
+    stop: c.StopReason | None, has_tool: bool, refusal: str | None, explanation: str | None
+) -> tuple[str, wire.StopDetails | None]:
+    """stop_reason and stop_details for the client (see the module docstring)."""
+    out = policy.anthropic_stop(stop) or "end_turn"
+    if out == "end_turn" and has_tool:
+        out = "tool_use"
+    elif refusal is not None and out in ("end_turn", "stop_sequence"):
+        out = "refusal"
+    if out != "refusal":
+        return out, None
+    return out, wire.StopDetails(explanation=explanation or refusal or None)
+
+
+# --------------------------------------------------------- upstream -> canonical
+
+
+def _decode_message(body: bytes) -> wire.Message:
+    try:
+        return _message_decoder.decode(body)
+    except msgspec.ValidationError:
+        pass  # an unknown block type, or a malformed message: look closer
+    except (msgspec.DecodeError, ValueError) as e:
+        raise bad_gateway(f"upstream returned an invalid Messages body: {e}") from None
+    try:
+        raw = _raw_message_decoder.decode(body)
+    except (msgspec.DecodeError, ValueError) as e:
+        raise bad_gateway(f"upstream returned an invalid Messages body: {e}") from None
+    blocks: list[wire.OutputBlock] = []
+    for i, item in enumerate(raw.content):
+        try:
+            blocks.append(_block_decoder.decode(item))
+        except (msgspec.DecodeError, ValueError) as e:
+            try:
+                kind = _type_decoder.decode(item).type
+            except (msgspec.DecodeError, ValueError):
+                kind = ""
+            if kind in KNOWN_OUTPUT_TYPES or not kind:
+                raise bad_gateway(f"upstream returned an invalid content[{i}]: {e}") from None
+            # a block type this codec does not know: skipped
+    return wire.Message(
+        id=raw.id,
+        model=raw.model,
+        content=blocks,
+        stop_reason=raw.stop_reason,
+        stop_sequence=raw.stop_sequence,
+        stop_details=raw.stop_details,
+        usage=raw.usage,
+    )
+
+
+def decode_response(body: bytes) -> c.Response:
+    msg = _decode_message(body)
+    parts: list[c.Part] = []
+    servers: dict[str, c.ServerToolUse] = {}
+    for b in msg.content:
+        if isinstance(b, wire.TextBlock):
+            parts.append(c.Text(text=b.text, citations=citations_in(b.citations)))
+        elif isinstance(b, wire.ThinkingBlock):
+            parts.append(reasoning_from_thinking(b.thinking, b.signature))
+        elif isinstance(b, wire.RedactedThinkingBlock):
+            parts.append(c.Reasoning(redacted=b.data))
+        elif isinstance(b, wire.ToolUseBlock):
+            parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
+        elif isinstance(b, wire.ServerToolUseBlock):
+            server = c.ServerToolUse(id=b.id, name=b.name, input=b.input or {})
+            servers[b.id] = server
+            parts.append(server)
+        elif isinstance(b, wire.WebSearchToolResultBlock):
+            if b.tool_use_id in servers:
+                servers[b.tool_use_id].result = b.content
+            else:
+                parts.append(c.ServerToolUse(id=b.tool_use_id, name="web_search", result=b.content))
+    return c.Response(
+        id=msg.id,
+        model=msg.model,
+        content=parts,
+        stop_reason=policy.stop_from_anthropic(msg.stop_reason),
+        stop_sequence=msg.stop_sequence,
+        refusal_explanation=msg.stop_details.explanation if msg.stop_details else None,
+        usage=usage_in(msg.usage),
+    )
+
+
+# ----------------------------------------------------------- canonical -> client
+
+
+def _tool_input(call: c.ToolCall) -> dict[str, Any]:
+    if call.kind == "custom":
+        return custom_tool_input(call.arguments)
+    if not call.arguments:
+        return {}
+    try:
+        value = _json.decode(call.arguments)
+    except (msgspec.DecodeError, ValueError):
+        value = None
+    if not isinstance(value, dict):
+        raise bad_gateway(
+            f"upstream tool call {call.name!r} has arguments that are not a JSON object"
+        )
+    return value
+
+
+def encode_response(response: c.Response, request: c.Request) -> bytes:
+    blocks: list[wire.OutputBlock] = []
+    has_text = False
+    refusal: str | None = None
+    tools = 0
+    for p in response.content:
+        if isinstance(p, (c.Text, c.Refusal)):
+            if not p.text:
+                continue  # never an empty text block
+            has_text = True
+            if isinstance(p, c.Refusal):
+                refusal = p.text if refusal is None else refusal + p.text
+                blocks.append(wire.TextBlock(text=p.text))
+            else:
+                cites = [citation_out(x) for x in p.citations] if p.citations else None
+                blocks.append(wire.TextBlock(text=p.text, citations=cites))
+        elif isinstance(p, c.Reasoning):
+            if p.redacted is not None:
+                blocks.append(wire.RedactedThinkingBlock(data=p.redacted))
+            else:
+                sig = client_signature(p.signature, p.encrypted_content, p.item_id)
+                blocks.append(wire.ThinkingBlock(thinking=p.text, signature=sig))
+        elif isinstance(p, c.ToolCall):
+            blocks.append(
+                wire.ToolUseBlock(
+                    id=client_tool_id(p.id, response.id, tools),
+                    name=p.name,
+                    input=_tool_input(p),
+                )
+            )
+            tools += 1
+        # ServerToolUse (and request-only parts) have no client shape here: skipped.
+    stop, details = final_stop(
+        response.stop_reason, tools > 0, refusal, response.refusal_explanation
+    )
+    if stop == "refusal" and response.refusal_explanation and not has_text:
+        blocks.append(wire.TextBlock(text=response.refusal_explanation))
+    msg = wire.Message(
+        id=ids.derive("msg_", response.id),
+        model=response.model or request.model,
+        content=blocks,
+        stop_reason=stop,
+        stop_sequence=response.stop_sequence,
+        stop_details=details,
+        usage=usage_out(response.usage),
+    )
+    return _encoder.encode(msg)

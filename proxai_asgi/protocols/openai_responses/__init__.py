@@ -1,0 +1,51 @@
+"""OpenAI Responses codec."""
+
+from __future__ import annotations
+
+from ... import canonical as c
+from ...codec import Codec, ProtocolName, UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import request as _request
+from . import response as _response
+from .errors import decode_openai_error, encode_openai_error
+from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
+
+
+class ResponsesCodec:
+    name: ProtocolName = "openai_responses"
+    client_paths: tuple[str, ...] = ("/v1/responses", "/responses")
+    upstream_path: str = "/responses"
+    supports_custom_tools: bool = True
+
+    # ---- client side
+    def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:
+        return _request.decode_request(body, report)
+
+    def encode_response(self, response: c.Response, request: c.Request) -> bytes:
+        return _response.encode_response(response, request)
+
+    def stream_encoder(self, request: c.Request) -> ResponsesStreamEncoder:
+        return ResponsesStreamEncoder(request)
+
+    def encode_error(self, error: ProxyError) -> bytes:
+        return encode_openai_error(error)
+
+    # ---- upstream side
+    def encode_request(
+        self, request: c.Request, report: TranslationReport, options: UpstreamOptions
+    ) -> bytes:
+        return _request.encode_request(request, report, options)
+
+    def decode_response(self, body: bytes) -> c.Response:
+        return _response.decode_response(body)
+
+    def stream_decoder(self) -> ResponsesStreamDecoder:
+        return ResponsesStreamDecoder()
+
+    def decode_error(self, status: int, body: bytes) -> ProxyError:
+        return decode_openai_error(status, body)
+
+
+CODEC: Codec = ResponsesCodec()
+
+__all__ = ["CODEC", "ResponsesCodec"]

@@ -1,0 +1,639 @@
+"""Responses request bodies: client body -> canonical request, canonical -> upstream body."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import msgspec
+from msgspec import Raw
+
+from ... import canonical as c
+from ... import reasoning_carry
+from ...codec import UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import wire as w
+from .response import reasoning_in
+
+T = TypeVar("T")
+
+# ------------------------------------------------------------------ decoders (reused)
+
+_body_keys = msgspec.json.Decoder(dict[str, Raw])
+_body = msgspec.json.Decoder(w.CreateRequest)
+_item_head = msgspec.json.Decoder(w.ItemHead)
+_tool_head = msgspec.json.Decoder(w.ToolHead)
+_raw_object = msgspec.json.Decoder(dict[str, Any])
+_function_tool = msgspec.json.Decoder(w.FunctionTool)
+_custom_tool = msgspec.json.Decoder(w.CustomTool)
+_item_decoders: dict[str, msgspec.json.Decoder[Any]] = {
+    "message": msgspec.json.Decoder(w.MessageItem),
+    "function_call": msgspec.json.Decoder(w.FunctionCallItem),
+    "function_call_output": msgspec.json.Decoder(w.FunctionCallOutputItem),
+    "custom_tool_call": msgspec.json.Decoder(w.CustomToolCallItem),
+    "custom_tool_call_output": msgspec.json.Decoder(w.CustomToolCallOutputItem),
+    "reasoning": msgspec.json.Decoder(w.ReasoningItem),
+}
+
+# Top-level fields real clients send that a stateless translation cannot honour. They
+# are accepted and reported, never grounds for rejection (Codex sends them all).
+_DROPPED_FIELDS = frozenset(
+    {"include", "truncation", "client_metadata", "prompt_cache_retention", "stream_options"}
+)
+# Fields that point at provider-side state (a stored conversation, a stored prompt):
+# dropping them silently would answer a different question.
+_STATEFUL_FIELDS = ("conversation", "prompt")
+_KNOWN_FIELDS = (
+    frozenset(w.CreateRequest.__struct_fields__) | _DROPPED_FIELDS | frozenset(_STATEFUL_FIELDS)
+)
+
+# Items produced by provider-hosted tools (or server-side state). They have no
+# canonical shape; in replayed history they are dropped and reported.
+_HOSTED_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "configuration_update",
+        "compaction",
+        "compaction_trigger",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "program",
+        "program_output",
+    }
+)
+
+_OPENAI_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
+# The Responses API rejects max_output_tokens below 16; smaller asks (quota probes
+# sending max_tokens: 1) are raised to it rather than failing.
+MIN_OUTPUT_TOKENS = 16
+
+
+def _invalid(err: Exception, path: str = "") -> ProxyError:
+    """A 400 from a msgspec error, its ``$``-path re-rooted at ``path``."""
+    msg = str(err)
+    if "`$" in msg:
+        if path:
+            msg = msg.replace("`$", f"`$.{path}", 1)
+    elif path:
+        msg = f"{msg} - at `$.{path}`"
+    param = None
+    start = msg.find("`$")
+    if start >= 0:
+        param = msg[start + 3 : msg.find("`", start + 1)] or None
+    missing = msg.find("required field `")
+    if missing >= 0:
+        name = msg[missing + 16 : msg.find("`", missing + 16)]
+        param = f"{param}.{name}" if param else name
+    return ProxyError.invalid(msg, param=param)
+
+
+def _decode(decoder: msgspec.json.Decoder[T], raw: Raw | bytes, path: str) -> T:
+    try:
+        return decoder.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise _invalid(e, path) from None
+
+
+# =================================================================== client -> canonical
+
+
+def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+    try:
+        keys = _body_keys.decode(body)
+    except msgspec.ValidationError:
+        raise ProxyError.invalid("the request body must be a JSON object") from None
+    except msgspec.DecodeError as e:
+        raise ProxyError.invalid(f"the request body is not valid JSON: {e}") from None
+    for key in keys:
+        if key not in _KNOWN_FIELDS or key in _DROPPED_FIELDS:
+            report.drop(key)
+    for key in _STATEFUL_FIELDS:
+        if key in keys:
+            report.reject(key, "it refers to state stored by the provider; this proxy is stateless")
+    req = _decode(_body, body, "")
+    if req.store:
+        # store: false is what a stateless proxy does anyway; store: true is not honoured.
+        report.drop("store")
+
+    system: list[c.Text] = []
+    if req.instructions:
+        system.append(c.Text(text=req.instructions))
+    messages = _input_messages(req.input, system, report)
+
+    tools: list[c.Tool] = []
+    hosted: list[c.HostedTool] = []
+    for i, raw in enumerate(req.tools or ()):
+        path = f"tools[{i}]"
+        kind = _decode(_tool_head, raw, path).type
+        if kind == "function":
+            ft = _decode(_function_tool, raw, path)
+            tools.append(
+                c.Tool(
+                    name=ft.name,
+                    parameters=ft.parameters,
+                    description=ft.description,
+                    strict=ft.strict,
+                )
+            )
+        elif kind == "custom":
+            ct = _decode(_custom_tool, raw, path)
+            tools.append(
+                c.Tool(name=ct.name, kind="custom", description=ct.description, format=ct.format)
+            )
+        else:
+            hosted.append(
+                c.HostedTool(
+                    protocol="openai_responses", type=kind, raw=_decode(_raw_object, raw, path)
+                )
+            )
+
+    response_format = None
+    if req.text is not None:
+        if req.text.verbosity is not None:
+            report.drop("text.verbosity")
+        f = req.text.format
+        if f is not None:
+            response_format = c.ResponseFormat(
+                type=f.type,
+                name=f.name,
+                schema=f.schema,
+                strict=f.strict,
+                description=f.description,
+            )
+
+    reasoning = None
+    if req.reasoning is not None:
+        reasoning = c.ReasoningConfig(
+            effort=req.reasoning.effort,
+            summary=req.reasoning.summary or req.reasoning.generate_summary,
+        )
+
+    return c.Request(
+        model=req.model,
+        messages=messages,
+        system=system,
+        tools=tools,
+        hosted_tools=hosted,
+        tool_choice=_tool_choice(req.tool_choice, report),
+        parallel_tool_calls=req.parallel_tool_calls,
+        max_tokens=req.max_output_tokens,
+        temperature=req.temperature,
+        top_p=req.top_p,
+        stream=bool(req.stream),
+        response_format=response_format,
+        reasoning=reasoning,
+        user=req.safety_identifier or req.user,
+        metadata=req.metadata,
+        service_tier=req.service_tier,
+        prompt_cache_key=req.prompt_cache_key,
+        previous_response_id=req.previous_response_id,
+        background=req.background,
+        top_logprobs=req.top_logprobs,
+    )
+
+
+def _tool_choice(
+    choice: str | w.ToolChoiceParam | None, report: TranslationReport
+) -> c.ToolChoice | None:
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        if choice in ("auto", "none", "required"):
+            return c.ToolChoice(mode=choice)  # type: ignore[arg-type]
+        raise ProxyError.invalid(
+            f"tool_choice: expected 'auto', 'none', 'required' or an object, got {choice!r}",
+            param="tool_choice",
+        )
+    if choice.type in ("function", "custom"):
+        if not choice.name:
+            raise ProxyError.invalid(
+                "Object missing required field `name` - at `$.tool_choice`",
+                param="tool_choice.name",
+            )
+        return c.ToolChoice(mode="tool", name=choice.name, kind=choice.type)  # type: ignore[arg-type]
+    if choice.type == "allowed_tools":
+        # The subset of allowed tools has no canonical shape: keep the mode only.
+        report.drop("tool_choice.tools")
+        return c.ToolChoice(mode="required" if choice.mode == "required" else "auto")
+    # A hosted tool choice ({type: "web_search_preview"} ...): let the model choose.
+    report.drop("tool_choice")
+    return c.ToolChoice(mode="auto")
+
+
+# ------------------------------------------------------------------------ input items
+
+
+def _input_messages(
+    input: str | list[Raw] | None, system: list[c.Text], report: TranslationReport
+) -> list[c.Message]:
+    if input is None:
+        return []
+    if isinstance(input, str):
+        return [c.Message(role="user", content=[c.Text(text=input)])]
+    messages: list[c.Message] = []
+    for i, raw in enumerate(input):
+        path = f"input[{i}]"
+        head = _decode(_item_head, raw, path)
+        kind = head.type
+        if kind is None:
+            # An "easy" message has no type; an item reference may have only an id.
+            kind = "item_reference" if head.role is None and head.id is not None else "message"
+        if kind == "item_reference":
+            report.reject(path, "item_reference needs server-side state; send the item itself")
+            continue
+        if kind in _HOSTED_ITEMS:
+            report.drop(f"input.{kind}")
+            continue
+        decoder = _item_decoders.get(kind)
+        if decoder is None:
+            raise ProxyError.invalid(
+                f"{path}.type: unsupported input item type {kind!r}", param=f"{path}.type"
+            )
+        item = _decode(decoder, raw, path)
+        if isinstance(item, w.MessageItem):
+            if item.role in ("system", "developer"):
+                system.extend(_system_texts(item.content, path))
+            elif item.role == "user":
+                messages.append(c.Message(role="user", content=_parts(item.content, path)))
+            else:
+                _turn(messages, "assistant").extend(_parts(item.content, path))
+        elif isinstance(item, w.FunctionCallItem):
+            _turn(messages, "assistant").append(
+                c.ToolCall(
+                    id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
+                )
+            )
+        elif isinstance(item, w.CustomToolCallItem):
+            _turn(messages, "assistant").append(
+                c.ToolCall(
+                    id=item.call_id,
+                    name=item.name,
+                    arguments=item.input,
+                    kind="custom",
+                    item_id=item.id,
+                )
+            )
+        elif isinstance(item, w.ReasoningItem):
+            _turn(messages, "assistant").append(_reasoning_in(item))
+        elif isinstance(item, w.FunctionCallOutputItem):
+            _turn(messages, "tool").append(
+                c.ToolResult(call_id=item.call_id, content=_output(item.output, path))
+            )
+        elif isinstance(item, w.CustomToolCallOutputItem):
+            _turn(messages, "tool").append(
+                c.ToolResult(
+                    call_id=item.call_id, content=_output(item.output, path), kind="custom"
+                )
+            )
+    return messages
+
+
+def _turn(messages: list[c.Message], role: c.Role) -> list[c.Part]:
+    """The content of the current turn of ``role``, opening one if needed: consecutive
+    assistant items (message, reasoning, calls) form one turn; consecutive tool outputs
+    form one tool turn."""
+    if messages and messages[-1].role == role:
+        return messages[-1].content
+    msg = c.Message(role=role, content=[])
+    messages.append(msg)
+    return msg.content
+
+
+def _system_texts(content: str | list[w.InputContent], path: str) -> list[c.Text]:
+    if isinstance(content, str):
+        return [c.Text(text=content)]
+    out: list[c.Text] = []
+    for j, part in enumerate(content):
+        if isinstance(part, (w.InputText, w.AssistantText)):
+            out.append(c.Text(text=part.text))
+        else:
+            raise ProxyError.invalid(
+                f"{path}.content[{j}]: system and developer messages hold text only",
+                param=f"{path}.content[{j}]",
+            )
+    return out
+
+
+def _output(output: str | list[w.InputContent], path: str) -> list[c.Part]:
+    if isinstance(output, str):
+        return [c.Text(text=output)] if output else []
+    return _parts(output, f"{path}.output")
+
+
+def _parts(content: str | list[w.InputContent], path: str) -> list[c.Part]:
+    if isinstance(content, str):
+        return [c.Text(text=content)]
+    if not path.endswith(".output"):
+        path = f"{path}.content"
+    out: list[c.Part] = []
+    for j, part in enumerate(content):
+        where = f"{path}[{j}]"
+        if isinstance(part, (w.InputText, w.AssistantText)):
+            out.append(c.Text(text=part.text))
+        elif isinstance(part, w.RefusalPart):
+            out.append(c.Refusal(text=part.refusal))
+        elif isinstance(part, w.InputImage):
+            out.append(_image(part, where))
+        elif isinstance(part, w.InputFile):
+            out.append(_file(part, where))
+        else:
+            raise ProxyError.invalid(
+                f"{where}: input_audio is not supported by this proxy", param=where
+            )
+    return out
+
+
+def parse_data_url(url: str) -> tuple[str | None, str] | None:
+    """``data:<media>;base64,<data>`` -> (media type, data); None if not base64 data."""
+    if not url.startswith("data:"):
+        return None
+    meta, sep, data = url[5:].partition(",")
+    if not sep or not meta.endswith(";base64"):
+        return None
+    return (meta[: -len(";base64")] or None), data
+
+
+def _image(part: w.InputImage, where: str) -> c.Image:
+    url = part.image_url
+    if url:
+        if url.startswith("data:"):
+            parsed = parse_data_url(url)
+            if parsed is None:
+                raise ProxyError.invalid(
+                    f"{where}.image_url: only base64 data URLs are supported",
+                    param=f"{where}.image_url",
+                )
+            return c.Image(data=parsed[1], media_type=parsed[0], detail=part.detail)
+        return c.Image(url=url, detail=part.detail)
+    if part.file_id:
+        raise ProxyError.invalid(
+            f"{where}.file_id: images by file_id are not supported; send image_url",
+            param=f"{where}.file_id",
+        )
+    raise ProxyError.invalid(f"{where}: input_image needs image_url", param=where)
+
+
+def _file(part: w.InputFile, where: str) -> c.File:
+    if part.file_data:
+        parsed = parse_data_url(part.file_data)
+        if parsed is not None:
+            return c.File(data=parsed[1], media_type=parsed[0], filename=part.filename)
+        return c.File(data=part.file_data, filename=part.filename)
+    if part.file_url:
+        return c.File(url=part.file_url, filename=part.filename)
+    if part.file_id:
+        return c.File(file_id=part.file_id, filename=part.filename)
+    raise ProxyError.invalid(
+        f"{where}: input_file needs file_data, file_url or file_id", param=where
+    )
+
+
+def _reasoning_in(item: w.ReasoningItem) -> c.Reasoning:
+    if item.summary:
+        text, summary = "\n\n".join(s.text for s in item.summary), True
+    elif item.content:
+        text, summary = "\n\n".join(t.text for t in item.content), False
+    else:
+        text, summary = "", True
+    return reasoning_in(text, summary, item.encrypted_content, item.id)
+
+
+# ================================================================= canonical -> upstream
+
+
+def effort_for_budget(budget_tokens: int) -> str:
+    """A thinking budget as a Responses effort: < 2048 low, < 8192 medium, else high."""
+    if budget_tokens < 2048:
+        return "low"
+    if budget_tokens < 8192:
+        return "medium"
+    return "high"
+
+
+def encode_request(
+    request: c.Request, report: TranslationReport, options: UpstreamOptions
+) -> bytes:
+    if request.n is not None and request.n > 1:
+        report.reject("n", "the Responses API returns a single answer per request")
+    if request.logprobs:
+        report.reject("logprobs", "log probabilities are not translated to the Responses API")
+    if request.stop:
+        report.drop("stop")
+    if request.top_k is not None:
+        report.drop("top_k")
+
+    if any(t.cache_control for t in request.system):
+        report.drop("cache_control")
+    instructions = "\n\n".join(t.text for t in request.system if t.text) or None
+
+    tools: list[Any] = []
+    for t in request.tools:
+        if t.cache_control:
+            report.drop("cache_control")
+        if t.kind == "custom":
+            tools.append(w.CustomTool(name=t.name, description=t.description, format=t.format))
+        else:
+            tools.append(
+                w.FunctionTool(
+                    name=t.name,
+                    description=t.description,
+                    parameters=t.parameters or {"type": "object", "properties": {}},
+                    # The Responses API defaults to strict schemas, which most schemas
+                    # written for other protocols do not satisfy: say it explicitly.
+                    strict=bool(t.strict),
+                )
+            )
+    for h in request.hosted_tools:
+        if h.protocol == "openai_responses":
+            tools.append(h.raw)
+        else:
+            report.drop(f"tools.{h.type}")
+
+    tool_choice: Any = None
+    parallel: bool | None = None
+    if tools:
+        parallel = request.parallel_tool_calls
+        tc = request.tool_choice
+        if tc is not None:
+            if tc.mode == "tool" and tc.name:
+                tool_choice = w.NamedToolChoice(type=tc.kind, name=tc.name)
+            elif tc.mode != "tool":
+                tool_choice = tc.mode
+
+    text = None
+    rf = request.response_format
+    if rf is not None and rf.type == "json_schema":
+        text = w.TextConfig(
+            format=w.TextFormat(
+                type="json_schema",
+                name=rf.name or "response",
+                schema=rf.schema or {},
+                strict=rf.strict,
+                description=rf.description,
+            )
+        )
+    elif rf is not None and rf.type == "json_object":
+        text = w.TextConfig(format=w.TextFormat(type="json_object"))
+
+    reasoning = None
+    include = None
+    rc = request.reasoning
+    if rc is not None and (rc.enabled is not False or rc.effort is not None):
+        effort = rc.effort
+        if effort is None and rc.budget_tokens is not None:
+            effort = effort_for_budget(rc.budget_tokens)
+        # An explicit "think" request (Anthropic thinking) wants the reasoning text:
+        # Responses only shows it as a summary.
+        summary = rc.summary or ("auto" if rc.enabled else None)
+        reasoning = w.ReasoningParam(effort=effort, summary=summary)
+        if effort != "none":
+            include = ["reasoning.encrypted_content"]
+
+    max_tokens = request.max_tokens
+    if max_tokens is not None and max_tokens < MIN_OUTPUT_TOKENS:
+        max_tokens = MIN_OUTPUT_TOKENS
+
+    service_tier = request.service_tier
+    if service_tier is not None and service_tier not in _OPENAI_SERVICE_TIERS:
+        report.drop("service_tier")
+        service_tier = None
+
+    body = w.UpstreamRequest(
+        model=request.model,
+        input=_input_items(request.messages, report),
+        store=False,
+        instructions=instructions,
+        tools=tools or None,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        max_output_tokens=max_tokens,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        stream=True if request.stream else None,
+        text=text,
+        reasoning=reasoning,
+        include=include,
+        prompt_cache_key=request.prompt_cache_key,
+        metadata=request.metadata,
+        safety_identifier=request.user,
+        service_tier=service_tier,
+        previous_response_id=request.previous_response_id,
+        background=request.background,
+        top_logprobs=request.top_logprobs,
+    )
+    return w.json_encoder.encode(body)
+
+
+def _input_items(messages: list[c.Message], report: TranslationReport) -> list[Any]:
+    items: list[Any] = []
+    for m in messages:
+        assistant = m.role == "assistant"
+        role: Literal["user", "assistant"] = "assistant" if assistant else "user"
+        pending: list[Any] = []
+        for p in m.content:
+            if isinstance(p, c.Text):
+                if p.cache_control:
+                    report.drop("cache_control")
+                pending.append(
+                    w.AssistantText(text=p.text) if assistant else w.InputText(text=p.text)
+                )
+            elif isinstance(p, c.Refusal):
+                pending.append(
+                    w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text)
+                )
+            elif isinstance(p, (c.Image, c.File)):
+                if p.cache_control:
+                    report.drop("cache_control")
+                if assistant:
+                    report.drop(f"assistant {p.__struct_config__.tag}")
+                else:
+                    pending.append(_media_part(p))
+            elif isinstance(p, c.ServerToolUse):
+                report.drop("server_tool_use")
+            else:
+                if pending:
+                    items.append(w.MessageItem(role=role, content=pending))
+                    pending = []
+                item = _item_out(p, report)
+                if item is not None:
+                    items.append(item)
+        if pending:
+            items.append(w.MessageItem(role=role, content=pending))
+    return items
+
+
+def _media_part(p: c.Image | c.File) -> Any:
+    if isinstance(p, c.Image):
+        url = p.url if p.url else f"data:{p.media_type or 'image/png'};base64,{p.data or ''}"
+        return w.InputImage(image_url=url, detail=p.detail or "auto")
+    if p.text is not None:
+        return w.InputText(text=p.text)
+    if p.data is not None:
+        media = p.media_type or "application/pdf"
+        name = p.filename or ("document.pdf" if media == "application/pdf" else "document")
+        return w.InputFile(file_data=f"data:{media};base64,{p.data}", filename=name)
+    if p.url is not None:
+        return w.InputFile(file_url=p.url, filename=p.filename)
+    return w.InputFile(file_id=p.file_id, filename=p.filename)
+
+
+def _item_out(p: c.Reasoning | c.ToolCall | c.ToolResult, report: TranslationReport) -> Any | None:
+    if isinstance(p, c.ToolCall):
+        if p.kind == "custom":
+            cid = p.item_id if p.item_id and p.item_id.startswith("ctc_") else None
+            return w.CustomToolCallItem(call_id=p.id, name=p.name, input=p.arguments, id=cid)
+        fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
+        return w.FunctionCallItem(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
+    if isinstance(p, c.ToolResult):
+        if p.cache_control:
+            report.drop("cache_control")
+        output = _tool_output(p.content, report)
+        if p.kind == "custom":
+            return w.CustomToolCallOutputItem(call_id=p.call_id, output=output)
+        return w.FunctionCallOutputItem(call_id=p.call_id, output=output)
+    return _reasoning_out(p, report)
+
+
+def _tool_output(content: list[c.Part], report: TranslationReport) -> str | list[Any]:
+    if all(isinstance(x, c.Text) for x in content):
+        return "\n".join(x.text for x in content if isinstance(x, c.Text))
+    parts: list[Any] = []
+    for x in content:
+        if isinstance(x, (c.Text, c.Refusal)):
+            parts.append(w.InputText(text=x.text))
+        elif isinstance(x, (c.Image, c.File)):
+            parts.append(_media_part(x))
+        else:
+            report.drop(f"tool_result {x.__struct_config__.tag}")
+    return parts
+
+
+def _reasoning_out(p: c.Reasoning, report: TranslationReport) -> w.ReasoningItem | None:
+    encrypted, item_id = p.encrypted_content, p.item_id
+    if encrypted is None and p.signature:
+        # Our own token carried through another protocol's signature field.
+        carried = reasoning_carry.unpack(p.signature)
+        if carried is not None and carried.get("p") == "openai":
+            encrypted = carried.get("encrypted_content")
+            item_id = item_id or carried.get("id")
+    if not encrypted or reasoning_carry.unpack(encrypted) is not None:
+        # Anthropic signatures, redacted thinking and raw text: OpenAI would reject them.
+        report.drop("reasoning")
+        return None
+    summary = [w.SummaryText(text=p.text)] if p.summary and p.text else []
+    return w.ReasoningItem(id=item_id, summary=summary, encrypted_content=encrypted)

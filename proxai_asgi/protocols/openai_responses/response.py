@@ -1,0 +1,397 @@
+"""Responses response bodies: upstream JSON -> canonical, canonical -> client JSON.
+
+The item builders here are shared with the stream encoder, so a streamed answer's
+items and final snapshot are the same objects a non-streamed answer carries.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+from msgspec import Raw
+
+from ... import canonical as c
+from ... import ids, policy, reasoning_carry
+from ...errors import ProxyError
+from . import wire as w
+
+_up_response = msgspec.json.Decoder(w.UpResponse)
+_up_item = msgspec.json.Decoder(w.UpItem)
+_up_head = msgspec.json.Decoder(w.UpTypeHead)
+
+
+def bad_gateway(message: str) -> ProxyError:
+    return ProxyError(502, message, kind="bad_gateway")
+
+
+# ===================================================================== upstream -> canonical
+
+
+def error_status(code: str | int | None, type_: str | None, default: int) -> int:
+    """The HTTP status an upstream error code/type implies."""
+    text = f"{code or ''} {type_ or ''}"
+    if "rate_limit" in text:
+        return 429
+    if "overloaded" in text or "slow_down" in text:
+        return 529
+    if "server_error" in text:
+        return 500
+    if "invalid_request" in text:
+        return 400
+    return default
+
+
+def decode_up_item(raw: Raw) -> w.UpItem | None:
+    """One upstream output item; None for item types we do not carry."""
+    try:
+        item: w.UpItem = _up_item.decode(raw)
+    except msgspec.ValidationError as e:
+        try:
+            kind = _up_head.decode(raw).type
+        except msgspec.ValidationError:
+            kind = None
+        if kind is not None and kind not in w.UP_ITEM_TYPES:
+            return None
+        raise bad_gateway(f"upstream sent a malformed output item: {e}") from None
+    return item
+
+
+def citations_in(annotations: list[w.UpAnnotation] | None) -> list[c.Citation]:
+    return [
+        c.Citation(url=a.url, title=a.title, start_index=a.start_index, end_index=a.end_index)
+        for a in annotations or ()
+        if a.type == "url_citation" and a.url
+    ]
+
+
+def reasoning_in(
+    text: str, summary: bool, encrypted: str | None, item_id: str | None
+) -> c.Reasoning:
+    """A Responses reasoning item as a canonical part; an ``encrypted_content`` that
+    carries an Anthropic token gives back its signature / redacted payload."""
+    carried = reasoning_carry.unpack(encrypted)
+    if carried is not None and carried.get("p") == "anthropic":
+        if carried.get("redacted") is not None:
+            return c.Reasoning(redacted=str(carried["redacted"]))
+        signature = str(carried.get("signature", ""))
+        return c.Reasoning(text=text, summary=summary, signature=signature, item_id=item_id)
+    return c.Reasoning(text=text, summary=summary, encrypted_content=encrypted, item_id=item_id)
+
+
+def usage_in(u: w.UpUsage | None) -> c.Usage:
+    if u is None:
+        return c.Usage()
+    inp, out = u.input_tokens_details, u.output_tokens_details
+    return c.Usage(
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        cached_tokens=(inp.cached_tokens or 0) if inp else 0,
+        cache_creation_tokens=(inp.cache_write_tokens or 0) if inp else 0,
+        reasoning_tokens=(out.reasoning_tokens or 0) if out else 0,
+    )
+
+
+def decode_response(body: bytes) -> c.Response:
+    try:
+        r = _up_response.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise bad_gateway(f"upstream answer is not a Responses object: {e}") from None
+    if r.status == "failed" and r.error is not None:
+        raise ProxyError(
+            error_status(r.error.code, r.error.type, 502),
+            r.error.message or "the upstream response failed",
+        )
+    content: list[c.Part] = []
+    has_tool_calls = has_refusal = False
+    for raw in r.output or ():
+        item = decode_up_item(raw)
+        if isinstance(item, w.UpMessage):
+            for part in item.content:
+                if part.type == "output_text":
+                    cites = citations_in(part.annotations)
+                    content.append(c.Text(text=part.text, citations=cites or None))
+                elif part.type == "refusal":
+                    has_refusal = True
+                    content.append(c.Refusal(text=part.refusal))
+        elif isinstance(item, w.UpReasoning):
+            if item.summary:
+                text, summary = "\n\n".join(p.text for p in item.summary), True
+            elif item.content:
+                text, summary = "\n\n".join(p.text for p in item.content), False
+            else:
+                text, summary = "", True
+            content.append(reasoning_in(text, summary, item.encrypted_content, item.id))
+        elif isinstance(item, (w.UpFunctionCall, w.UpCustomToolCall)):
+            call_id = item.call_id or item.id
+            if not call_id or not item.name:
+                raise bad_gateway("upstream sent a tool call without call_id or name")
+            has_tool_calls = True
+            if isinstance(item, w.UpFunctionCall):
+                content.append(
+                    c.ToolCall(
+                        id=call_id, name=item.name, arguments=item.arguments, item_id=item.id
+                    )
+                )
+            else:
+                content.append(
+                    c.ToolCall(
+                        id=call_id,
+                        name=item.name,
+                        arguments=item.input,
+                        kind="custom",
+                        item_id=item.id,
+                    )
+                )
+        elif isinstance(item, w.UpWebSearchCall):
+            content.append(c.ServerToolUse(id=item.id, name="web_search", input=item.action or {}))
+    reason = r.incomplete_details.reason if r.incomplete_details else None
+    return c.Response(
+        id=r.id,
+        model=r.model,
+        content=content,
+        stop_reason=policy.stop_from_responses(r.status, reason, has_tool_calls, has_refusal),
+        usage=usage_in(r.usage),
+        created=int(r.created_at),
+    )
+
+
+# ====================================================================== canonical -> client
+
+
+def terminal_status(stop: c.StopReason | None) -> str:
+    """The terminal status of a finished answer (a finish without a reason completed)."""
+    return policy.responses_status(stop) if stop is not None else "completed"
+
+
+def citation_out(cite: c.Citation) -> w.UrlCitation:
+    return w.UrlCitation(
+        url=cite.url,
+        title=cite.title or "",
+        start_index=cite.start_index or 0,
+        end_index=cite.end_index or 0,
+    )
+
+
+def text_part(text: str, citations: list[c.Citation] | None) -> w.OutputText:
+    return w.OutputText(text=text, annotations=[citation_out(x) for x in citations or ()])
+
+
+def reasoning_item_id(item_id: str | None, response_id: str, n: int) -> str:
+    return item_id or ids.item_id("rs_", response_id, n)
+
+
+def tool_item_id(kind: c.ToolKind, item_id: str | None, response_id: str, n: int) -> str:
+    prefix = "ctc_" if kind == "custom" else "fc_"
+    if item_id and item_id.startswith(prefix):
+        return item_id
+    return ids.item_id(prefix, response_id, n)
+
+
+def encrypted_out(encrypted: str | None, signature: str | None, redacted: str | None) -> str | None:
+    """The ``encrypted_content`` a Responses client replays: our own token, or an
+    Anthropic token packed so it comes back to us intact."""
+    if redacted is not None:
+        return reasoning_carry.pack_anthropic(redacted=redacted)
+    if signature is not None:
+        return reasoning_carry.pack_anthropic(signature=signature)
+    return encrypted
+
+
+def reasoning_item(
+    item_id: str, text: str, summary: bool, encrypted: str | None
+) -> w.OutputReasoning:
+    if text and summary:
+        return w.OutputReasoning(
+            id=item_id, summary=[w.SummaryText(text=text)], encrypted_content=encrypted
+        )
+    if text:
+        return w.OutputReasoning(
+            id=item_id,
+            summary=[],
+            content=[w.ReasoningText(text=text)],
+            encrypted_content=encrypted,
+        )
+    return w.OutputReasoning(id=item_id, summary=[], encrypted_content=encrypted)
+
+
+def tool_item(
+    kind: c.ToolKind, item_id: str, call_id: str, name: str, arguments: str, status: str
+) -> w.OutputFunctionCall | w.OutputCustomToolCall:
+    if kind == "custom":
+        return w.OutputCustomToolCall(id=item_id, call_id=call_id, name=name, input=arguments)
+    return w.OutputFunctionCall(
+        id=item_id, call_id=call_id, name=name, arguments=arguments, status=status
+    )
+
+
+def usage_out(u: c.Usage) -> w.ResponseUsage:
+    return w.ResponseUsage(
+        input_tokens=u.input_tokens,
+        input_tokens_details=w.InputTokensDetails(
+            cached_tokens=u.cached_tokens, cache_write_tokens=u.cache_creation_tokens
+        ),
+        output_tokens=u.output_tokens,
+        output_tokens_details=w.OutputTokensDetails(reasoning_tokens=u.reasoning_tokens),
+        total_tokens=u.total_tokens,
+    )
+
+
+def error_code(kind: str) -> str:
+    """``response.failed`` error codes come from a closed vocabulary."""
+    return "rate_limit_exceeded" if kind == "rate_limit" else "server_error"
+
+
+class ResponseShell:
+    """The request-derived fields every Response object of one exchange repeats."""
+
+    __slots__ = (
+        "max_output_tokens",
+        "metadata",
+        "model",
+        "parallel_tool_calls",
+        "previous_response_id",
+        "reasoning",
+        "temperature",
+        "text",
+        "tool_choice",
+        "top_p",
+    )
+
+    def __init__(self, request: c.Request) -> None:
+        self.model = request.model
+        self.max_output_tokens = request.max_tokens
+        self.metadata = dict(request.metadata or {})
+        self.parallel_tool_calls = (
+            True if request.parallel_tool_calls is None else request.parallel_tool_calls
+        )
+        self.previous_response_id = request.previous_response_id
+        rc = request.reasoning
+        self.reasoning = (
+            w.ReasoningParam(effort=rc.effort, summary=rc.summary) if rc is not None else None
+        )
+        self.temperature = request.temperature
+        self.top_p = request.top_p
+        self.text = w.TextConfig(format=_format_out(request.response_format))
+        self.tool_choice = _tool_choice_out(request.tool_choice)
+
+    def build(
+        self,
+        *,
+        id: str,
+        created_at: int,
+        model: str,
+        status: str,
+        output: list[w.OutputItem],
+        usage: c.Usage | None,
+        stop: c.StopReason | None = None,
+        error: w.ResponseErrorObject | None = None,
+    ) -> w.ResponseObject:
+        reason = policy.responses_incomplete_reason(stop) if status == "incomplete" else None
+        return w.ResponseObject(
+            id=id,
+            created_at=created_at,
+            status=status,
+            error=error,
+            incomplete_details=w.IncompleteDetails(reason=reason) if reason else None,
+            max_output_tokens=self.max_output_tokens,
+            model=model or self.model,
+            output=output,
+            parallel_tool_calls=self.parallel_tool_calls,
+            previous_response_id=self.previous_response_id,
+            reasoning=self.reasoning,
+            temperature=self.temperature,
+            text=self.text,
+            tool_choice=self.tool_choice,
+            top_p=self.top_p,
+            usage=usage_out(usage) if usage is not None else None,
+            metadata=self.metadata,
+        )
+
+
+def _format_out(rf: c.ResponseFormat | None) -> w.TextFormat:
+    if rf is None or rf.type == "text":
+        return w.TextFormat(type="text")
+    if rf.type == "json_object":
+        return w.TextFormat(type="json_object")
+    return w.TextFormat(
+        type="json_schema",
+        name=rf.name or "response",
+        schema=rf.schema or {},
+        strict=rf.strict,
+        description=rf.description,
+    )
+
+
+def _tool_choice_out(tc: c.ToolChoice | None) -> Any:
+    if tc is None:
+        return "auto"
+    if tc.mode == "tool":
+        return w.NamedToolChoice(type=tc.kind, name=tc.name or "")
+    return tc.mode
+
+
+def output_items(response: c.Response, status: str) -> list[w.OutputItem]:
+    """The canonical content as Responses output items: consecutive text/refusal parts
+    form one message item; reasoning and tool calls are sibling items after it."""
+    rid = response.id
+    items: list[w.OutputItem] = []
+    parts: list[w.OutputContent] = []
+    for p in response.content:
+        if isinstance(p, c.Text):
+            if p.text:
+                parts.append(text_part(p.text, p.citations))
+            continue
+        if isinstance(p, c.Refusal):
+            if p.text:
+                parts.append(w.OutputRefusal(refusal=p.text))
+            continue
+        if not isinstance(p, (c.Reasoning, c.ToolCall)):
+            continue  # server tool parts have no stream shape: dropped in both paths alike
+        if parts:
+            items.append(message_item(rid, len(items), parts, "completed"))
+            parts = []
+        n = len(items)
+        if isinstance(p, c.Reasoning):
+            items.append(
+                reasoning_item(
+                    reasoning_item_id(p.item_id, rid, n),
+                    p.text,
+                    p.summary,
+                    encrypted_out(p.encrypted_content, p.signature, p.redacted),
+                )
+            )
+        else:
+            item_id = tool_item_id(p.kind, p.item_id, rid, n)
+            items.append(tool_item(p.kind, item_id, p.id, p.name, p.arguments, "completed"))
+    if parts:
+        # A truncated answer leaves its last message incomplete (the stream closes that
+        # message only at its terminal event, with the same status).
+        items.append(message_item(rid, len(items), parts, message_status(status)))
+    return items
+
+
+def message_status(response_status: str) -> str:
+    """Status of a message item still open when the answer ends."""
+    return "incomplete" if response_status == "incomplete" else "completed"
+
+
+def message_item(
+    response_id: str, n: int, parts: list[w.OutputContent], status: str
+) -> w.OutputMessage:
+    return w.OutputMessage(id=ids.item_id("msg_", response_id, n), status=status, content=parts)
+
+
+def encode_response(response: c.Response, request: c.Request) -> bytes:
+    status = terminal_status(response.stop_reason)
+    obj = ResponseShell(request).build(
+        id=ids.derive("resp_", response.id),
+        created_at=response.created or int(time.time()),
+        model=response.model,
+        status=status,
+        output=output_items(response, status),
+        usage=response.usage,
+        stop=response.stop_reason,
+    )
+    return w.json_encoder.encode(obj)

@@ -1,0 +1,1077 @@
+"""The Responses stream grammar, both ways, as explicit state machines (sans-IO).
+
+Decoder: upstream Responses SSE -> canonical stream events. Every upstream output item
+gets canonical blocks: a message's content parts become text / refusal blocks, a
+reasoning item one reasoning block, a function / custom tool call one tool_call block.
+
+Encoder: canonical stream events -> Responses SSE for a client. It allocates the
+Responses bookkeeping the canonical stream does not carry: item ids, output_index
+(in item-added order), content_index, sequence_number, and the final snapshot whose
+``output`` is every item exactly as its ``response.output_item.done`` carried it.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ... import canonical as c
+from ... import ids, policy, reasoning_carry
+from ...errors import ProxyError, kind_for_status
+from ...sse import SSEEvent
+from . import response as r
+from . import wire as w
+
+# =============================================================================== decoder
+
+_event_decoder = msgspec.json.Decoder(w.UpEvent)
+_head_decoder = msgspec.json.Decoder(w.UpTypeHead)
+_response_decoder = msgspec.json.Decoder(w.UpResponse)
+
+
+class DecoderPhase(enum.Enum):
+    AWAIT_CREATED = "await_created"  # nothing yet: response.created opens the stream
+    STREAMING = "streaming"  # items and their parts come and go
+    CLOSED = "closed"  # a terminal event (or an error) was returned; nothing follows
+
+
+class _ItemKind(enum.Enum):
+    MESSAGE = "message"
+    REASONING = "reasoning"
+    TOOL = "tool"
+    IGNORED = "ignored"  # hosted tool calls and item types we do not carry
+
+
+_IGNORED_PART = -1
+
+
+class _UpItem:
+    """One upstream output item and the canonical block(s) it feeds."""
+
+    __slots__ = (
+        "block",
+        "delta_seen",
+        "encrypted",
+        "item_id",
+        "kind",
+        "parts",
+        "parts_seen",
+        "summary",
+    )
+
+    def __init__(self, kind: _ItemKind, item_id: str | None) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.block: int | None = None  # reasoning / tool: the canonical block index
+        self.parts: dict[int, int] = {}  # message: content_index -> block (or ignored)
+        self.delta_seen: set[int] = set()  # message parts / tool: had a delta
+        self.summary = True  # reasoning: summary text (True) or raw reasoning_text
+        self.parts_seen = 0  # reasoning: summary parts opened
+        self.encrypted: str | None = None
+
+
+class ResponsesStreamDecoder:
+    """Upstream Responses SSE events -> canonical stream events."""
+
+    def __init__(self) -> None:
+        self.phase = DecoderPhase.AWAIT_CREATED
+        self._items: dict[int, _UpItem] = {}
+        self._by_id: dict[str, _UpItem] = {}
+        self._open: dict[int, None] = {}  # canonical blocks started and not stopped
+        self._next_block = 0
+        self._has_tool_calls = False
+        self._has_refusal = False
+
+    # ------------------------------------------------------------------ entry points
+
+    def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
+        if self.phase is DecoderPhase.CLOSED or event.is_done or not event.data.strip():
+            return []
+        try:
+            ev = _event_decoder.decode(event.data)
+        except msgspec.ValidationError as e:
+            kind = self._type_of(event)
+            if kind not in _HANDLERS:
+                return []  # an event type we do not use, shaped unlike ours: never fatal
+            raise self._violation(f"malformed {kind} event: {e}") from None
+        except msgspec.DecodeError as e:
+            raise self._violation(f"malformed JSON in the upstream stream: {e}") from None
+        handler = _HANDLERS.get(ev.type or event.event or "")
+        if handler is None:
+            return []
+        try:
+            return handler(self, ev)
+        except ProxyError:
+            self.phase = DecoderPhase.CLOSED
+            raise
+
+    def close(self) -> list[c.StreamEvent]:
+        if self.phase is DecoderPhase.CLOSED:
+            return []
+        self.phase = DecoderPhase.CLOSED
+        return [
+            c.StreamError(
+                status=502,
+                kind="bad_gateway",
+                message="the upstream stream ended before its terminal event",
+            )
+        ]
+
+    # --------------------------------------------------------------------- helpers
+
+    def _type_of(self, event: SSEEvent) -> str:
+        try:
+            return _head_decoder.decode(event.data).type or event.event or ""
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return event.event or ""
+
+    def _violation(self, message: str) -> ProxyError:
+        self.phase = DecoderPhase.CLOSED
+        return r.bad_gateway(f"upstream stream protocol violation: {message}")
+
+    def _started(self) -> None:
+        if self.phase is DecoderPhase.AWAIT_CREATED:
+            raise self._violation("an output event came before response.created")
+
+    def _new_block(self) -> int:
+        index = self._next_block
+        self._next_block += 1
+        self._open[index] = None
+        return index
+
+    def _stop(self, index: int, out: list[c.StreamEvent]) -> None:
+        if index in self._open:
+            del self._open[index]
+            out.append(c.BlockStop(index=index))
+
+    def _find(self, ev: w.UpEvent) -> _UpItem:
+        item = self._items.get(ev.output_index) if ev.output_index is not None else None
+        if item is None and ev.item_id is not None:
+            item = self._by_id.get(ev.item_id)
+        if item is None:
+            raise self._violation(f"{ev.type} for an output item that was never added")
+        return item
+
+    def _content_item(self, ev: w.UpEvent) -> _UpItem | None:
+        """The item a content event is about; None for items we do not carry."""
+        self._started()
+        item = self._find(ev)
+        return None if item.kind is _ItemKind.IGNORED else item
+
+    def _response(self, ev: w.UpEvent) -> w.UpResponse:
+        if not ev.response:
+            return w.UpResponse()
+        try:
+            return _response_decoder.decode(ev.response)
+        except msgspec.ValidationError as e:
+            raise self._violation(f"malformed response snapshot in {ev.type}: {e}") from None
+
+    # ------------------------------------------------------------------- lifecycle
+
+    def _on_created(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        if self.phase is not DecoderPhase.AWAIT_CREATED:
+            return []  # response.in_progress and repeated snapshots carry nothing new
+        snap = self._response(ev)
+        self.phase = DecoderPhase.STREAMING
+        return [c.MessageStart(id=snap.id, model=snap.model, created=int(snap.created_at))]
+
+    def _on_terminal(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        self._started()
+        snap = self._response(ev)
+        self.phase = DecoderPhase.CLOSED
+        status = snap.status or _TERMINAL_STATUS[ev.type]
+        if status == "failed" and snap.error is not None:
+            err = snap.error
+            return [_stream_error(err.code, err.type, err.message)]
+        out: list[c.StreamEvent] = []
+        for index in list(self._open):
+            self._stop(index, out)
+        reason = snap.incomplete_details.reason if snap.incomplete_details else None
+        stop = policy.stop_from_responses(status, reason, self._has_tool_calls, self._has_refusal)
+        out.append(c.Finish(stop_reason=stop, usage=r.usage_in(snap.usage)))
+        return out
+
+    def _on_error(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        self.phase = DecoderPhase.CLOSED
+        nested = ev.error or w.UpError()
+        code = nested.code if nested.code is not None else ev.code
+        return [_stream_error(code, nested.type, nested.message or ev.message)]
+
+    # ----------------------------------------------------------------------- items
+
+    def _on_item_added(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        self._started()
+        if ev.output_index is None or ev.output_index in self._items:
+            raise self._violation("output_item.added without a fresh output_index")
+        up = r.decode_up_item(ev.item) if ev.item else None
+        out: list[c.StreamEvent] = []
+        if isinstance(up, w.UpMessage):
+            item = _UpItem(_ItemKind.MESSAGE, up.id)
+        elif isinstance(up, w.UpReasoning):
+            item = _UpItem(_ItemKind.REASONING, up.id)
+            item.encrypted = up.encrypted_content  # the block starts with its first text
+        elif isinstance(up, (w.UpFunctionCall, w.UpCustomToolCall)):
+            call_id = up.call_id or up.id
+            if not call_id or not up.name:
+                raise self._violation("a tool call item without call_id or name")
+            item = _UpItem(_ItemKind.TOOL, up.id)
+            item.block = self._new_block()
+            self._has_tool_calls = True
+            out.append(
+                c.BlockStart(
+                    index=item.block,
+                    kind="tool_call",
+                    call_id=call_id,
+                    name=up.name,
+                    tool_kind="custom" if isinstance(up, w.UpCustomToolCall) else "function",
+                    item_id=up.id,
+                )
+            )
+        else:
+            item = _UpItem(_ItemKind.IGNORED, up.id if isinstance(up, w.UpWebSearchCall) else None)
+        self._items[ev.output_index] = item
+        if item.item_id:
+            self._by_id[item.item_id] = item
+        return out
+
+    def _on_item_done(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        self._started()
+        up = r.decode_up_item(ev.item) if ev.item else None
+        out: list[c.StreamEvent] = []
+        if ev.output_index is not None and ev.output_index not in self._items:
+            # Never announced: take it whole from its done event.
+            out.extend(self._on_item_added(ev))
+        item = self._find(ev)
+        if item.kind is _ItemKind.MESSAGE:
+            if isinstance(up, w.UpMessage):
+                for ci, part in enumerate(up.content):
+                    if ci not in item.parts:
+                        self._whole_part(item, ci, part, out)
+            for block in item.parts.values():
+                self._stop(block, out)
+        elif item.kind is _ItemKind.REASONING:
+            encrypted = (up.encrypted_content if isinstance(up, w.UpReasoning) else None) or (
+                item.encrypted
+            )
+            if item.block is None:
+                self._whole_reasoning(item, up, encrypted, out)
+            else:
+                carried = reasoning_carry.unpack(encrypted)
+                if carried is not None and carried.get("p") == "anthropic":
+                    if carried.get("signature") is not None:
+                        sig = str(carried["signature"])
+                        out.append(c.BlockSignature(index=item.block, signature=sig))
+                elif encrypted:
+                    out.append(c.BlockSignature(index=item.block, encrypted_content=encrypted))
+                self._stop(item.block, out)
+        elif item.kind is _ItemKind.TOOL and item.block is not None:
+            if not item.delta_seen:
+                full = ""
+                if isinstance(up, w.UpFunctionCall):
+                    full = up.arguments
+                elif isinstance(up, w.UpCustomToolCall):
+                    full = up.input
+                if full:
+                    out.append(c.BlockDelta(index=item.block, text=full))
+            self._stop(item.block, out)
+        return out
+
+    def _whole_part(self, item: _UpItem, ci: int, part: w.UpPart, out: list[c.StreamEvent]) -> None:
+        """A message part seen only in its item's done event."""
+        if part.type == "output_text":
+            kind, text = "text", part.text
+        elif part.type == "refusal":
+            kind, text = "refusal", part.refusal
+            self._has_refusal = True
+        else:
+            return
+        block = self._new_block()
+        item.parts[ci] = block
+        out.append(c.BlockStart(index=block, kind=kind))  # type: ignore[arg-type]
+        if text:
+            out.append(c.BlockDelta(index=block, text=text))
+        cites = r.citations_in(part.annotations)
+        if cites:
+            out.append(c.Citations(index=block, citations=cites))
+
+    def _whole_reasoning(
+        self,
+        item: _UpItem,
+        up: w.UpItem | None,
+        encrypted: str | None,
+        out: list[c.StreamEvent],
+    ) -> None:
+        """A reasoning item with no streamed text: one block from its done event."""
+        text, summary = "", True
+        if isinstance(up, w.UpReasoning):
+            if up.summary:
+                text = "\n\n".join(p.text for p in up.summary)
+            elif up.content:
+                text, summary = "\n\n".join(p.text for p in up.content), False
+        part = r.reasoning_in(text, summary, encrypted, item.item_id)
+        block = item.block = self._new_block()
+        if part.redacted is not None:
+            out.append(c.BlockStart(index=block, kind="redacted_reasoning", redacted=part.redacted))
+        else:
+            out.append(
+                c.BlockStart(index=block, kind="reasoning", summary=summary, item_id=item.item_id)
+            )
+            if text:
+                out.append(c.BlockDelta(index=block, text=text))
+            if part.signature is not None or part.encrypted_content:
+                out.append(
+                    c.BlockSignature(
+                        index=block,
+                        signature=part.signature,
+                        encrypted_content=part.encrypted_content,
+                    )
+                )
+        self._stop(block, out)
+
+    # ------------------------------------------------------------- message content
+
+    def _on_part_added(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._content_item(ev)
+        if item is None:
+            return []
+        ptype = ev.part.type if ev.part is not None else ""
+        ci = ev.content_index or 0
+        if item.kind is _ItemKind.MESSAGE:
+            if ci in item.parts:
+                raise self._violation(f"content part {ci} added twice")
+            if ptype in ("output_text", "refusal"):
+                return self._open_part(item, ci, "text" if ptype == "output_text" else "refusal")
+            item.parts[ci] = _IGNORED_PART
+        elif item.kind is _ItemKind.REASONING and ptype == "reasoning_text":
+            return self._reasoning_start(item, summary=False)
+        return []
+
+    def _open_part(self, item: _UpItem, ci: int, kind: str) -> list[c.StreamEvent]:
+        block = self._new_block()
+        item.parts[ci] = block
+        if kind == "refusal":
+            self._has_refusal = True
+        return [c.BlockStart(index=block, kind=kind)]  # type: ignore[arg-type]
+
+    def _on_text_delta(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._content_item(ev)
+        if item is None:
+            return []
+        ci = ev.content_index or 0
+        out: list[c.StreamEvent] = []
+        block = item.parts.get(ci)
+        if block is None:
+            if item.kind is not _ItemKind.MESSAGE:
+                raise self._violation(f"{ev.type} for a {item.kind.value} item")
+            # A delta whose part was never announced: open it leniently.
+            kind = "refusal" if ev.type == "response.refusal.delta" else "text"
+            out.extend(self._open_part(item, ci, kind))
+            block = item.parts[ci]
+        if block != _IGNORED_PART and ev.delta:
+            item.delta_seen.add(ci)
+            out.append(c.BlockDelta(index=block, text=ev.delta))
+        return out
+
+    def _on_annotation(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._content_item(ev)
+        block = item.parts.get(ev.content_index or 0) if item is not None else None
+        if block is None or block == _IGNORED_PART or ev.annotation is None:
+            return []
+        cites = r.citations_in([ev.annotation])
+        return [c.Citations(index=block, citations=cites)] if cites else []
+
+    def _on_part_done(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._content_item(ev)
+        if item is None or item.kind is not _ItemKind.MESSAGE:
+            return []  # reasoning_text parts end with their item
+        ci = ev.content_index or 0
+        out: list[c.StreamEvent] = []
+        block = item.parts.get(ci)
+        if block is None and ev.part is not None:
+            self._whole_part(item, ci, ev.part, out)
+            block = item.parts.get(ci)
+        elif block is not None and block != _IGNORED_PART and ci not in item.delta_seen:
+            text = (ev.part.text or ev.part.refusal) if ev.part is not None else ""
+            if text:
+                out.append(c.BlockDelta(index=block, text=text))
+        if block is not None and block != _IGNORED_PART:
+            self._stop(block, out)
+        return out
+
+    # ------------------------------------------------------------------- reasoning
+
+    def _reasoning_start(self, item: _UpItem, *, summary: bool) -> list[c.StreamEvent]:
+        if item.block is not None:
+            return []
+        item.summary = summary
+        item.block = self._new_block()
+        return [
+            c.BlockStart(index=item.block, kind="reasoning", summary=summary, item_id=item.item_id)
+        ]
+
+    def _reasoning_item(self, ev: w.UpEvent) -> _UpItem | None:
+        item = self._content_item(ev)
+        if item is not None and item.kind is not _ItemKind.REASONING:
+            raise self._violation(f"{ev.type} for a {item.kind.value} item")
+        return item
+
+    def _on_summary_part_added(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._reasoning_item(ev)
+        if item is None:
+            return []
+        out = self._reasoning_start(item, summary=True)
+        item.delta_seen.clear()
+        if item.summary and item.block is not None:
+            if item.parts_seen:
+                # One canonical block per item: summary parts joined by a blank line.
+                out.append(c.BlockDelta(index=item.block, text="\n\n"))
+            item.parts_seen += 1
+        return out
+
+    def _on_summary_delta(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._reasoning_item(ev)
+        if item is None:
+            return []
+        out = self._reasoning_start(item, summary=True)
+        if not item.parts_seen:
+            item.parts_seen = 1
+        if item.summary and item.block is not None and ev.delta:
+            item.delta_seen.add(0)
+            out.append(c.BlockDelta(index=item.block, text=ev.delta))
+        return out
+
+    def _on_summary_done(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._reasoning_item(ev)
+        if item is None:
+            return []
+        if item.summary and item.block is not None and not item.delta_seen and ev.text:
+            item.delta_seen.add(0)
+            return [c.BlockDelta(index=item.block, text=ev.text)]
+        return []
+
+    def _on_reasoning_delta(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._reasoning_item(ev)
+        if item is None:
+            return []
+        out = self._reasoning_start(item, summary=False)
+        if not item.summary and item.block is not None and ev.delta:
+            out.append(c.BlockDelta(index=item.block, text=ev.delta))
+        return out
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _on_tool_delta(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        item = self._content_item(ev)
+        if item is None:
+            return []
+        if item.kind is not _ItemKind.TOOL or item.block is None:
+            raise self._violation(f"{ev.type} for a {item.kind.value} item")
+        if not ev.delta:
+            return []
+        item.delta_seen.add(0)
+        return [c.BlockDelta(index=item.block, text=ev.delta)]
+
+    def _ignore(self, ev: w.UpEvent) -> list[c.StreamEvent]:
+        return []
+
+
+def _stream_error(code: str | int | None, type_: str | None, message: str | None) -> c.StreamError:
+    status = r.error_status(code, type_, 500)
+    return c.StreamError(
+        status=status,
+        kind=kind_for_status(status),
+        message=message or "the upstream stream failed",
+    )
+
+
+_TERMINAL_STATUS = {
+    "response.completed": "completed",
+    "response.incomplete": "incomplete",
+    "response.failed": "failed",
+}
+
+_Handler = Callable[[ResponsesStreamDecoder, w.UpEvent], list[c.StreamEvent]]
+
+# The decoder's transition table: every upstream event type it acts on. Anything else
+# (hosted-tool progress, audio, ``*.done`` duplicates of what deltas carried) is skipped.
+_HANDLERS: dict[str, _Handler] = {
+    "response.created": ResponsesStreamDecoder._on_created,
+    "response.queued": ResponsesStreamDecoder._on_created,
+    "response.in_progress": ResponsesStreamDecoder._on_created,
+    "response.completed": ResponsesStreamDecoder._on_terminal,
+    "response.incomplete": ResponsesStreamDecoder._on_terminal,
+    "response.failed": ResponsesStreamDecoder._on_terminal,
+    "error": ResponsesStreamDecoder._on_error,
+    "response.output_item.added": ResponsesStreamDecoder._on_item_added,
+    "response.output_item.done": ResponsesStreamDecoder._on_item_done,
+    "response.content_part.added": ResponsesStreamDecoder._on_part_added,
+    "response.content_part.done": ResponsesStreamDecoder._on_part_done,
+    "response.output_text.delta": ResponsesStreamDecoder._on_text_delta,
+    "response.refusal.delta": ResponsesStreamDecoder._on_text_delta,
+    "response.output_text.annotation.added": ResponsesStreamDecoder._on_annotation,
+    "response.output_text.done": ResponsesStreamDecoder._ignore,
+    "response.refusal.done": ResponsesStreamDecoder._ignore,
+    "response.reasoning_summary_part.added": ResponsesStreamDecoder._on_summary_part_added,
+    "response.reasoning_summary_part.done": ResponsesStreamDecoder._ignore,
+    "response.reasoning_summary_text.delta": ResponsesStreamDecoder._on_summary_delta,
+    "response.reasoning_summary_text.done": ResponsesStreamDecoder._on_summary_done,
+    "response.reasoning_text.delta": ResponsesStreamDecoder._on_reasoning_delta,
+    "response.reasoning_text.done": ResponsesStreamDecoder._ignore,
+    "response.function_call_arguments.delta": ResponsesStreamDecoder._on_tool_delta,
+    "response.function_call_arguments.done": ResponsesStreamDecoder._ignore,
+    "response.custom_tool_call_input.delta": ResponsesStreamDecoder._on_tool_delta,
+    "response.custom_tool_call_input.done": ResponsesStreamDecoder._ignore,
+}
+
+
+# =============================================================================== encoder
+
+
+class EncoderPhase(enum.Enum):
+    IDLE = "idle"  # before response.created
+    STREAMING = "streaming"  # created / in_progress sent; items flow
+    CLOSED = "closed"  # the terminal event was sent; nothing follows
+
+
+class _Message:
+    """A message item: one per run of text / refusal blocks."""
+
+    __slots__ = ("item_id", "n", "open_parts", "parts")
+
+    def __init__(self, item_id: str, n: int) -> None:
+        self.item_id = item_id
+        self.n = n
+        self.parts: list[w.OutputContent | None] = []  # None while the part is open
+        self.open_parts = 0
+
+
+class _TextBlock:
+    """A text or refusal block: a content part of a message item, opened at its first
+    non-empty delta (a block that never has text emits nothing)."""
+
+    __slots__ = ("chunks", "ci", "citations", "msg", "refusal")
+
+    def __init__(self, refusal: bool) -> None:
+        self.refusal = refusal
+        self.msg: _Message | None = None
+        self.ci = 0
+        self.chunks: list[str] = []
+        self.citations: list[w.UrlCitation] = []
+
+
+class _ReasoningBlock:
+    __slots__ = (
+        "chunks",
+        "encrypted",
+        "item_id",
+        "n",
+        "part_open",
+        "redacted",
+        "signature",
+        "summary",
+    )
+
+    def __init__(self, n: int, item_id: str, start: c.BlockStart) -> None:
+        self.n = n
+        self.item_id = item_id
+        self.summary = start.summary
+        self.encrypted = start.encrypted_content
+        self.redacted = start.redacted
+        self.signature: str | None = None
+        self.chunks: list[str] = []
+        self.part_open = False
+
+
+class _ToolBlock:
+    __slots__ = ("call_id", "chunks", "item_id", "kind", "n", "name")
+
+    def __init__(self, n: int, item_id: str, start: c.BlockStart) -> None:
+        self.n = n
+        self.item_id = item_id
+        self.kind: c.ToolKind = start.tool_kind
+        self.call_id = start.call_id or item_id
+        self.name = start.name or ""
+        self.chunks: list[str] = []
+
+
+_Block = _TextBlock | _ReasoningBlock | _ToolBlock
+
+_FRAME_HEAD: dict[type[Any], bytes] = {
+    cls: b"event: " + str(cls.__struct_config__.tag).encode() + b"\ndata: "
+    for cls in (
+        w.ResponseCreated,
+        w.ResponseInProgress,
+        w.ResponseCompleted,
+        w.ResponseIncomplete,
+        w.ResponseFailed,
+        w.OutputItemAdded,
+        w.OutputItemDone,
+        w.ContentPartAdded,
+        w.ContentPartDone,
+        w.OutputTextDelta,
+        w.OutputTextDone,
+        w.AnnotationAdded,
+        w.RefusalDelta,
+        w.RefusalDone,
+        w.SummaryPartAdded,
+        w.SummaryPartDone,
+        w.SummaryTextDelta,
+        w.SummaryTextDone,
+        w.ReasoningTextDelta,
+        w.ReasoningTextDone,
+        w.ArgumentsDelta,
+        w.ArgumentsDone,
+        w.CustomInputDelta,
+        w.CustomInputDone,
+        w.ErrorEvent,
+    )
+}
+
+_TERMINAL_EVENT: dict[str, type[w.ResponseCompleted | w.ResponseIncomplete | w.ResponseFailed]] = {
+    "completed": w.ResponseCompleted,
+    "incomplete": w.ResponseIncomplete,
+    "failed": w.ResponseFailed,
+}
+
+# ``error`` event codes (free text; the failed snapshot's code is a closed vocabulary).
+_ERROR_EVENT_CODE = {
+    "rate_limit": "rate_limit_exceeded",
+    "overloaded": "server_is_overloaded",
+    "invalid_request": "invalid_request_error",
+}
+
+
+class ResponsesStreamEncoder:
+    """Canonical stream events -> Responses SSE bytes for one client request."""
+
+    def __init__(self, request: c.Request) -> None:
+        self.phase = EncoderPhase.IDLE
+        self._request = request
+        self._shell = r.ResponseShell(request)
+        self._seq = 0
+        self._upstream_id = ""
+        self._id = ""
+        self._model = request.model
+        self._created = 0
+        self._blocks: dict[int, _Block] = {}
+        self._items: list[w.OutputItem | None] = []  # by output_index; None while open
+        self._msg: _Message | None = None  # the latest message item, while reusable
+
+    # ------------------------------------------------------------------ entry point
+
+    def encode(self, event: c.StreamEvent) -> bytes:
+        if self.phase is EncoderPhase.CLOSED:
+            return b""
+        if isinstance(event, c.MessageStart):
+            return self._start(event) if self.phase is EncoderPhase.IDLE else b""
+        head = b""
+        if self.phase is EncoderPhase.IDLE:
+            head = self._start(c.MessageStart(id="", model=self._request.model))
+        if isinstance(event, c.BlockDelta):  # the hot path first
+            return head + self._delta(event)
+        if isinstance(event, c.BlockStart):
+            return head + self._block_start(event)
+        if isinstance(event, c.BlockStop):
+            return head + self._block_stop(event)
+        if isinstance(event, c.BlockSignature):
+            self._signature(event)
+            return head
+        if isinstance(event, c.Citations):
+            return head + self._citations(event)
+        if isinstance(event, c.Finish):
+            return head + self._finish(event)
+        return head + self._error(event)
+
+    # --------------------------------------------------------------------- framing
+
+    def _frame(self, ev: Any) -> bytes:
+        return _FRAME_HEAD[type(ev)] + w.json_encoder.encode(ev) + b"\n\n"
+
+    def _next(self) -> int:
+        seq = self._seq
+        self._seq += 1
+        return seq
+
+    def _snapshot(
+        self,
+        status: str,
+        usage: c.Usage | None = None,
+        stop: c.StopReason | None = None,
+        error: w.ResponseErrorObject | None = None,
+    ) -> w.ResponseObject:
+        output = [item for item in self._items if item is not None]
+        return self._shell.build(
+            id=self._id,
+            created_at=self._created,
+            model=self._model,
+            status=status,
+            output=output,
+            usage=usage,
+            stop=stop,
+            error=error,
+        )
+
+    # ------------------------------------------------------------------- lifecycle
+
+    def _start(self, ev: c.MessageStart) -> bytes:
+        self.phase = EncoderPhase.STREAMING
+        # Minted once, so every id of the stream derives from the same base.
+        self._upstream_id = ev.id or secrets.token_hex(12)
+        self._id = ids.derive("resp_", self._upstream_id)
+        self._model = ev.model or self._request.model
+        self._created = ev.created or int(time.time())
+        snap = self._snapshot("in_progress")
+        return self._frame(w.ResponseCreated(response=snap, sequence_number=self._next())) + (
+            self._frame(w.ResponseInProgress(response=snap, sequence_number=self._next()))
+        )
+
+    def _finish(self, ev: c.Finish) -> bytes:
+        status = r.terminal_status(ev.stop_reason)
+        out = self._close_all(r.message_status(status))
+        snap = self._snapshot(status, usage=ev.usage, stop=ev.stop_reason)
+        self.phase = EncoderPhase.CLOSED
+        terminal = _TERMINAL_EVENT[status](response=snap, sequence_number=self._next())
+        return out + self._frame(terminal)
+
+    def _error(self, ev: c.StreamError) -> bytes:
+        out = self._close_all("incomplete")
+        out += self._frame(
+            w.ErrorEvent(
+                code=_ERROR_EVENT_CODE.get(ev.kind, "server_error"),
+                message=ev.message,
+                sequence_number=self._next(),
+            )
+        )
+        error = w.ResponseErrorObject(code=r.error_code(ev.kind), message=ev.message)
+        snap = self._snapshot("failed", error=error)
+        self.phase = EncoderPhase.CLOSED
+        return out + self._frame(w.ResponseFailed(response=snap, sequence_number=self._next()))
+
+    def _close_all(self, status: str) -> bytes:
+        """Close every block and item still open, in output order."""
+        out = b""
+        for index in sorted(self._blocks, key=lambda i: _output_index(self._blocks[i])):
+            out += self._block_stop(c.BlockStop(index=index), status)
+        msg, self._msg = self._msg, None
+        if msg is not None:
+            out += self._message_done(msg, status)
+        return out
+
+    # -------------------------------------------------------------------- items
+
+    def _add_item(self, item: w.OutputItem) -> bytes:
+        """Announce a new output item; the current message item stops being reusable
+        (and is done now if none of its parts is still open)."""
+        out = b""
+        msg, self._msg = self._msg, None
+        if msg is not None and msg.open_parts == 0:
+            out = self._message_done(msg, "completed")
+        self._items.append(None)
+        n = len(self._items) - 1
+        return out + self._frame(
+            w.OutputItemAdded(output_index=n, item=item, sequence_number=self._next())
+        )
+
+    def _item_done(self, n: int, item: w.OutputItem) -> bytes:
+        self._items[n] = item
+        return self._frame(
+            w.OutputItemDone(output_index=n, item=item, sequence_number=self._next())
+        )
+
+    def _message_done(self, msg: _Message, status: str) -> bytes:
+        parts = [p for p in msg.parts if p is not None]
+        return self._item_done(msg.n, w.OutputMessage(id=msg.item_id, status=status, content=parts))
+
+    # ------------------------------------------------------------------- blocks
+
+    def _block_start(self, ev: c.BlockStart) -> bytes:
+        if ev.index in self._blocks:
+            return b""  # a repeated start changes nothing
+        n = len(self._items)
+        if ev.kind in ("text", "refusal"):
+            self._blocks[ev.index] = _TextBlock(refusal=ev.kind == "refusal")
+            return b""
+        if ev.kind == "tool_call":
+            item_id = r.tool_item_id(ev.tool_kind, ev.item_id, self._upstream_id, n)
+            tool = _ToolBlock(n, item_id, ev)
+            self._blocks[ev.index] = tool
+            added = r.tool_item(tool.kind, item_id, tool.call_id, tool.name, "", "in_progress")
+            return self._add_item(added)
+        item_id = r.reasoning_item_id(ev.item_id, self._upstream_id, n)
+        self._blocks[ev.index] = _ReasoningBlock(n, item_id, ev)
+        return self._add_item(w.OutputReasoning(id=item_id, summary=[]))
+
+    def _delta(self, ev: c.BlockDelta) -> bytes:
+        block = self._blocks.get(ev.index)
+        if block is None or not ev.text:
+            return b""
+        block.chunks.append(ev.text)
+        if isinstance(block, _TextBlock):
+            msg = block.msg
+            out = b""
+            if msg is None:
+                out = self._open_text(block)
+                msg = block.msg
+                assert msg is not None
+            if block.refusal:
+                return out + self._frame(
+                    w.RefusalDelta(
+                        item_id=msg.item_id,
+                        output_index=msg.n,
+                        content_index=block.ci,
+                        delta=ev.text,
+                        sequence_number=self._next(),
+                    )
+                )
+            return out + self._frame(
+                w.OutputTextDelta(
+                    item_id=msg.item_id,
+                    output_index=msg.n,
+                    content_index=block.ci,
+                    delta=ev.text,
+                    sequence_number=self._next(),
+                )
+            )
+        if isinstance(block, _ToolBlock):
+            delta_cls = w.CustomInputDelta if block.kind == "custom" else w.ArgumentsDelta
+            return self._frame(
+                delta_cls(
+                    item_id=block.item_id,
+                    output_index=block.n,
+                    delta=ev.text,
+                    sequence_number=self._next(),
+                )
+            )
+        if block.redacted is not None:
+            block.chunks.clear()  # redacted reasoning has no visible text
+            return b""
+        out = b""
+        if not block.part_open:
+            block.part_open = True
+            if block.summary:
+                out = self._frame(
+                    w.SummaryPartAdded(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        summary_index=0,
+                        part=w.SummaryText(text=""),
+                        sequence_number=self._next(),
+                    )
+                )
+            else:
+                out = self._frame(
+                    w.ContentPartAdded(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        content_index=0,
+                        part=w.ReasoningText(text=""),
+                        sequence_number=self._next(),
+                    )
+                )
+        if block.summary:
+            return out + self._frame(
+                w.SummaryTextDelta(
+                    item_id=block.item_id,
+                    output_index=block.n,
+                    summary_index=0,
+                    delta=ev.text,
+                    sequence_number=self._next(),
+                )
+            )
+        return out + self._frame(
+            w.ReasoningTextDelta(
+                item_id=block.item_id,
+                output_index=block.n,
+                content_index=0,
+                delta=ev.text,
+                sequence_number=self._next(),
+            )
+        )
+
+    def _open_text(self, block: _TextBlock) -> bytes:
+        """Give a text/refusal block its content part: in the current message item when
+        it is still the latest item and idle, else in a new message item."""
+        out = b""
+        msg = self._msg
+        if msg is None or msg.open_parts or msg.n != len(self._items) - 1:
+            n = len(self._items)
+            item_id = ids.item_id("msg_", self._upstream_id, n)
+            out = self._add_item(w.OutputMessage(id=item_id, status="in_progress"))
+            msg = self._msg = _Message(item_id, n)
+        block.msg = msg
+        block.ci = len(msg.parts)
+        msg.parts.append(None)
+        msg.open_parts += 1
+        part: w.OutputText | w.OutputRefusal = (
+            w.OutputRefusal(refusal="") if block.refusal else w.OutputText(text="")
+        )
+        out += self._frame(
+            w.ContentPartAdded(
+                item_id=msg.item_id,
+                output_index=msg.n,
+                content_index=block.ci,
+                part=part,
+                sequence_number=self._next(),
+            )
+        )
+        for i, cite in enumerate(block.citations):
+            out += self._annotation(block, msg, i, cite)
+        return out
+
+    def _annotation(self, block: _TextBlock, msg: _Message, i: int, cite: w.UrlCitation) -> bytes:
+        return self._frame(
+            w.AnnotationAdded(
+                item_id=msg.item_id,
+                output_index=msg.n,
+                content_index=block.ci,
+                annotation_index=i,
+                annotation=cite,
+                sequence_number=self._next(),
+            )
+        )
+
+    def _citations(self, ev: c.Citations) -> bytes:
+        block = self._blocks.get(ev.index)
+        if not isinstance(block, _TextBlock) or block.refusal:
+            return b""
+        out = b""
+        for cite in ev.citations:
+            ann = r.citation_out(cite)
+            block.citations.append(ann)
+            if block.msg is not None:  # else announced when the part opens
+                out += self._annotation(block, block.msg, len(block.citations) - 1, ann)
+        return out
+
+    def _signature(self, ev: c.BlockSignature) -> None:
+        block = self._blocks.get(ev.index)
+        if isinstance(block, _ReasoningBlock):
+            if ev.signature is not None:
+                block.signature = ev.signature
+            if ev.encrypted_content is not None:
+                block.encrypted = ev.encrypted_content
+
+    def _block_stop(self, ev: c.BlockStop, status: str = "completed") -> bytes:
+        block = self._blocks.pop(ev.index, None)
+        if block is None:
+            return b""
+        text = "".join(block.chunks)
+        if isinstance(block, _TextBlock):
+            return self._text_stop(block, text, status)
+        if isinstance(block, _ToolBlock):
+            done_cls = w.CustomInputDone if block.kind == "custom" else None
+            if done_cls is not None:
+                out = self._frame(
+                    done_cls(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        input=text,
+                        sequence_number=self._next(),
+                    )
+                )
+            else:
+                out = self._frame(
+                    w.ArgumentsDone(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        name=block.name,
+                        arguments=text,
+                        sequence_number=self._next(),
+                    )
+                )
+            item = r.tool_item(block.kind, block.item_id, block.call_id, block.name, text, status)
+            return out + self._item_done(block.n, item)
+        out = b""
+        if block.part_open:
+            if block.summary:
+                out = self._frame(
+                    w.SummaryTextDone(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        summary_index=0,
+                        text=text,
+                        sequence_number=self._next(),
+                    )
+                ) + self._frame(
+                    w.SummaryPartDone(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        summary_index=0,
+                        part=w.SummaryText(text=text),
+                        sequence_number=self._next(),
+                    )
+                )
+            else:
+                out = self._frame(
+                    w.ReasoningTextDone(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        content_index=0,
+                        text=text,
+                        sequence_number=self._next(),
+                    )
+                ) + self._frame(
+                    w.ContentPartDone(
+                        item_id=block.item_id,
+                        output_index=block.n,
+                        content_index=0,
+                        part=w.ReasoningText(text=text),
+                        sequence_number=self._next(),
+                    )
+                )
+        encrypted = r.encrypted_out(block.encrypted, block.signature, block.redacted)
+        reasoning = r.reasoning_item(block.item_id, text, block.summary, encrypted)
+        return out + self._item_done(block.n, reasoning)
+
+    def _text_stop(self, block: _TextBlock, text: str, status: str) -> bytes:
+        msg = block.msg
+        if msg is None:
+            return b""  # never had text: nothing was announced
+        part: w.OutputText | w.OutputRefusal
+        if block.refusal:
+            part = w.OutputRefusal(refusal=text)
+            out = self._frame(
+                w.RefusalDone(
+                    item_id=msg.item_id,
+                    output_index=msg.n,
+                    content_index=block.ci,
+                    refusal=text,
+                    sequence_number=self._next(),
+                )
+            )
+        else:
+            part = w.OutputText(text=text, annotations=block.citations)
+            out = self._frame(
+                w.OutputTextDone(
+                    item_id=msg.item_id,
+                    output_index=msg.n,
+                    content_index=block.ci,
+                    text=text,
+                    sequence_number=self._next(),
+                )
+            )
+        out += self._frame(
+            w.ContentPartDone(
+                item_id=msg.item_id,
+                output_index=msg.n,
+                content_index=block.ci,
+                part=part,
+                sequence_number=self._next(),
+            )
+        )
+        msg.parts[block.ci] = part
+        msg.open_parts -= 1
+        if msg.open_parts == 0 and msg is not self._msg:
+            # Superseded by a later item while this part was open: done now.
+            out += self._message_done(msg, status)
+        return out
+
+
+def _output_index(block: _Block) -> int:
+    if isinstance(block, _TextBlock):
+        return block.msg.n if block.msg is not None else -1
+    return block.n

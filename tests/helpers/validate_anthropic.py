@@ -1,0 +1,248 @@
+"""A strict validator of the Anthropic Messages stream grammar, for the SSE an Anthropic
+client receives. Raises AssertionError with a clear message on the first violation.
+
+Rules (the real API's behaviour plus DESIGN.md "Wire facts"):
+- every frame is exactly ``event: <type>\\ndata: <json>\\n\\n`` with the event name equal
+  to the data's ``type``; no ``[DONE]``, no comments, no other fields;
+- the stream is ``message_start (block)* message_delta message_stop``, or ends with one
+  ``error`` event (possibly as its very first event) and nothing after; ``ping`` may
+  appear after ``message_start``;
+- ``message_start.message``: ``msg_`` id, type ``message``, role ``assistant``, a model,
+  ``content == []``, null stop fields, integer ``usage.input_tokens``/``output_tokens``;
+- a block is ``content_block_start``, deltas, ``content_block_stop``; block indexes are
+  0, 1, 2... in order; only one block is open at a time;
+- block starts: ``text`` with ``text == ""``; ``thinking`` with empty ``thinking`` and
+  ``signature``; ``redacted_thinking`` with string ``data``; ``tool_use`` with an id
+  matching ``^[a-zA-Z0-9_-]+$`` (unique), a name and ``input == {}``;
+- deltas match their block: text_delta/citations_delta -> text, thinking_delta and one
+  final signature_delta -> thinking, input_json_delta -> tool_use; redacted_thinking
+  has none; text and thinking deltas are non-empty;
+- a text block is never empty; a tool_use block's joined ``partial_json`` is empty or a
+  JSON object;
+- exactly one ``message_delta`` after every block stopped, with a valid non-null
+  ``stop_reason``, a ``stop_sequence`` key, ``stop_details`` only with ``refusal``, and
+  ``usage`` with integer ``output_tokens`` (and integer input/cache figures when present);
+  then ``message_stop`` last;
+- ``error`` data is ``{"type":"error","error":{"type": <Anthropic vocabulary>,
+  "message": <str>}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+STOP_REASONS = frozenset(
+    {"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"}
+)
+ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "request_too_large",
+        "rate_limit_error",
+        "api_error",
+        "overloaded_error",
+    }
+)
+DELTA_FOR_BLOCK = {
+    "text_delta": "text",
+    "citations_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "tool_use",
+}
+TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+@dataclass
+class Block:
+    type: str
+    start: dict[str, Any]
+    text: str = ""
+    thinking: str = ""
+    signature: str | None = None
+    partial_json: str = ""
+    citations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class AnthropicStream:
+    """What a validated stream said."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    message: dict[str, Any] | None = None
+    blocks: list[Block] = field(default_factory=list)
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    stop_details: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+def _frames(body: bytes) -> list[tuple[str, dict[str, Any]]]:
+    text = body.decode("utf-8")
+    assert text.endswith("\n\n"), f"stream does not end with a blank line: {text[-40:]!r}"
+    out: list[tuple[str, dict[str, Any]]] = []
+    for i, fr in enumerate(text[:-2].split("\n\n")):
+        lines = fr.split("\n")
+        assert len(lines) == 2, f"frame {i} is not exactly event + data lines: {fr[:120]!r}"
+        ev, data = lines
+        assert ev.startswith("event: "), f"frame {i} has no event line: {fr[:120]!r}"
+        assert data.startswith("data: "), f"frame {i} has no data line: {fr[:120]!r}"
+        assert data != "data: [DONE]", f"frame {i}: [DONE] on an Anthropic stream"
+        obj = json.loads(data[6:])
+        assert isinstance(obj, dict), f"frame {i}: data is not an object"
+        name = ev[7:]
+        assert obj.get("type") == name, (
+            f"frame {i}: event {name!r} != data.type {obj.get('type')!r}"
+        )
+        out.append((name, obj))
+    return out
+
+
+def _check_usage(usage: Any, where: str) -> None:
+    assert isinstance(usage, dict), f"{where}: usage missing"
+    assert isinstance(usage.get("output_tokens"), int), f"{where}: usage.output_tokens not int"
+    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        if key in usage and usage[key] is not None:
+            assert isinstance(usage[key], int) and usage[key] >= 0, f"{where}: usage.{key}"
+
+
+def _check_start(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
+    kind = cb.get("type")
+    if kind == "text":
+        assert cb.get("text") == "", f"event {i}: text block must start with text ''"
+    elif kind == "thinking":
+        assert cb.get("thinking") == "" and cb.get("signature") == "", (
+            f"event {i}: thinking block must start with empty thinking and signature"
+        )
+    elif kind == "redacted_thinking":
+        assert isinstance(cb.get("data"), str), f"event {i}: redacted_thinking without data"
+    elif kind == "tool_use":
+        tid = cb.get("id")
+        assert isinstance(tid, str) and TOOL_ID.match(tid), f"event {i}: bad tool id {tid!r}"
+        assert tid not in tool_ids, f"event {i}: duplicate tool id {tid}"
+        tool_ids.add(tid)
+        assert isinstance(cb.get("name"), str) and cb["name"], f"event {i}: tool without name"
+        assert cb.get("input") == {}, f"event {i}: tool_use must start with input {{}}"
+    else:
+        raise AssertionError(f"event {i}: unexpected content block type {kind!r}")
+
+
+def _apply_delta(i: int, block: Block, delta: dict[str, Any]) -> None:
+    dtype = str(delta.get("type"))
+    assert DELTA_FOR_BLOCK.get(dtype) == block.type, f"event {i}: {dtype} in a {block.type} block"
+    if dtype == "text_delta":
+        assert isinstance(delta.get("text"), str) and delta["text"], f"event {i}: empty text"
+        block.text += delta["text"]
+    elif dtype == "citations_delta":
+        assert block.text, f"event {i}: citation before any text"
+        assert isinstance(delta.get("citation"), dict), f"event {i}: citations_delta w/o data"
+        block.citations.append(delta["citation"])
+    elif dtype == "thinking_delta":
+        assert block.signature is None, f"event {i}: thinking_delta after signature_delta"
+        assert isinstance(delta.get("thinking"), str) and delta["thinking"], (
+            f"event {i}: empty thinking_delta"
+        )
+        block.thinking += delta["thinking"]
+    elif dtype == "signature_delta":
+        assert block.signature is None, f"event {i}: second signature_delta"
+        assert isinstance(delta.get("signature"), str) and delta["signature"], (
+            f"event {i}: empty signature"
+        )
+        block.signature = delta["signature"]
+    else:
+        assert isinstance(delta.get("partial_json"), str), f"event {i}: partial_json not str"
+        block.partial_json += delta["partial_json"]
+
+
+def _check_stop(i: int, block: Block) -> None:
+    if block.type == "text":
+        assert block.text, f"event {i}: empty text block"
+    if block.type == "tool_use" and block.partial_json:
+        value = json.loads(block.partial_json)
+        assert isinstance(value, dict), f"event {i}: tool input is not a JSON object"
+
+
+def validate_anthropic_stream(body: bytes) -> AnthropicStream:
+    frames = _frames(body)
+    s = AnthropicStream(events=[d for _, d in frames])
+    assert frames, "empty stream"
+    tool_ids: set[str] = set()
+    open_block: Block | None = None
+    phase = "start"  # start -> blocks -> delta -> stopped | errored
+    for i, (name, d) in enumerate(frames):
+        assert phase not in ("stopped", "errored"), f"event {i} ({name}) after the terminal"
+        if name == "error":
+            err = d.get("error")
+            assert isinstance(err, dict), f"event {i}: error without error object"
+            assert err.get("type") in ERROR_TYPES, f"event {i}: bad error type {err.get('type')}"
+            assert isinstance(err.get("message"), str), f"event {i}: error without message"
+            s.error = err
+            phase = "errored"
+            continue
+        if name == "ping":
+            assert phase != "start", f"event {i}: ping before message_start"
+            continue
+        if phase == "start":
+            assert name == "message_start", f"event {i}: {name} before message_start"
+            m = d["message"]
+            assert isinstance(m.get("id"), str) and m["id"].startswith("msg_"), "bad message id"
+            assert m.get("type") == "message" and m.get("role") == "assistant", "bad message"
+            assert isinstance(m.get("model"), str) and m["model"], "message_start without model"
+            assert m.get("content") == [], "message_start content must be []"
+            assert m.get("stop_reason") is None and m.get("stop_sequence") is None
+            _check_usage(m.get("usage"), "message_start")
+            assert isinstance(m["usage"].get("input_tokens"), int), "message_start input_tokens"
+            s.message = m
+            phase = "blocks"
+        elif name == "content_block_start":
+            assert phase == "blocks", f"event {i}: block start after message_delta"
+            assert open_block is None, f"event {i}: block started while another is open"
+            assert d.get("index") == len(s.blocks), (
+                f"event {i}: block index {d.get('index')} != expected {len(s.blocks)}"
+            )
+            cb = d["content_block"]
+            _check_start(i, cb, tool_ids)
+            open_block = Block(type=cb["type"], start=cb)
+            s.blocks.append(open_block)
+        elif name == "content_block_delta":
+            assert open_block is not None, f"event {i}: delta with no open block"
+            assert d.get("index") == len(s.blocks) - 1, f"event {i}: delta for a closed block"
+            _apply_delta(i, open_block, d["delta"])
+        elif name == "content_block_stop":
+            assert open_block is not None, f"event {i}: stop with no open block"
+            assert d.get("index") == len(s.blocks) - 1, f"event {i}: stop for wrong block"
+            _check_stop(i, open_block)
+            open_block = None
+        elif name == "message_delta":
+            assert phase == "blocks", f"event {i}: second or misplaced message_delta"
+            assert open_block is None, f"event {i}: message_delta while a block is open"
+            delta = d.get("delta")
+            assert isinstance(delta, dict), f"event {i}: message_delta without delta"
+            assert delta.get("stop_reason") in STOP_REASONS, (
+                f"event {i}: bad stop_reason {delta.get('stop_reason')!r}"
+            )
+            assert "stop_sequence" in delta, f"event {i}: message_delta without stop_sequence"
+            details = delta.get("stop_details")
+            if details is not None:
+                assert delta["stop_reason"] == "refusal", f"event {i}: stop_details w/o refusal"
+                assert details.get("type") == "refusal", f"event {i}: bad stop_details"
+            _check_usage(d.get("usage"), f"event {i} message_delta")
+            s.stop_reason = delta["stop_reason"]
+            s.stop_sequence = delta["stop_sequence"]
+            s.stop_details = details
+            s.usage = d["usage"]
+            phase = "delta"
+        elif name == "message_stop":
+            assert phase == "delta", f"event {i}: message_stop without message_delta"
+            phase = "stopped"
+        else:
+            raise AssertionError(f"event {i}: unknown event type {name!r}")
+    assert phase in ("stopped", "errored"), f"stream ended in phase {phase!r} (no terminal)"
+    return s
