@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -8,13 +8,8 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from proxai_asgi.codec import ProtocolName
+from proxai_asgi.upstream import Receive, Scope, Send
 from tests.helpers.servers import FakeUpstream, serve
-
-PATHS = {
-    "openai_chat_completions": "/chat/completions",
-    "openai_responses": "/responses",
-    "anthropic_messages": "/v1/messages",
-}
 
 
 async def _app_404(scope: Any, receive: Any, send: Any) -> None:
@@ -22,14 +17,31 @@ async def _app_404(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"inner"})
 
 
+class Switchboard:
+    """One long-lived ASGI upstream that forwards to the current test's fake, so the
+    uvicorn servers (the slow part) are started once per configuration, not per test."""
+
+    def __init__(self) -> None:
+        self.current = FakeUpstream()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.current(scope, receive, send)
+
+
 class Stack:
-    """Builds proxies in front of a fake upstream, over HTTP or as the inner app."""
+    """Proxies in front of the switchboard, over HTTP or as the inner app; cached by
+    configuration for the whole session."""
 
-    def __init__(self, stack: ExitStack) -> None:
-        self._stack = stack
+    def __init__(self, es: ExitStack) -> None:
+        self._es = es
+        self.board = Switchboard()
+        self._upstream_url: str | None = None
+        self._proxies: dict[tuple[Any, ...], str] = {}
 
-    def upstream_http(self, fake: FakeUpstream) -> str:
-        return self._stack.enter_context(serve(fake))
+    def upstream_http(self) -> str:
+        if self._upstream_url is None:
+            self._upstream_url = self._es.enter_context(serve(self.board))
+        return self._upstream_url
 
     def proxy(
         self,
@@ -41,30 +53,36 @@ class Stack:
         model_rewrite: str | None = None,
         **options: Any,
     ) -> str:
-        mw_options = {k: options.pop(k) for k in ("max_body_size", "prefix") if k in options}
-        if inner:
-            up = Upstream.inner_app(protocol, **options)
-            app = ProxaiMiddleware(
-                fake, routes=[Route("*", up, model_rewrite)], **mw_options
-            )
-        else:
-            base = self.upstream_http(fake)
-            if protocol != "anthropic_messages":
-                base += "/v1"
-            up = Upstream(protocol, base, api_key, **options)
-            app = ProxaiMiddleware(_app_404, routes=[Route("*", up, model_rewrite)], **mw_options)
-        return self._stack.enter_context(serve(app))
+        assert fake is self.board.current
+        key = (protocol, inner, api_key, model_rewrite, tuple(sorted(options.items())))
+        url = self._proxies.get(key)
+        if url is None:
+            mw_options = {k: options.pop(k) for k in ("max_body_size", "prefix") if k in options}
+            if inner:
+                up = Upstream.inner_app(protocol, **options)
+                app = ProxaiMiddleware(self.board, routes=[Route("*", up, model_rewrite)], **mw_options)
+            else:
+                base = self.upstream_http()
+                if protocol != "anthropic_messages":
+                    base += "/v1"
+                up = Upstream(protocol, base, api_key, **options)
+                app = ProxaiMiddleware(_app_404, routes=[Route("*", up, model_rewrite)], **mw_options)
+            url = self._proxies[key] = self._es.enter_context(serve(app))
+        return url
 
 
-@pytest.fixture
-def stack() -> Iterator[Stack]:
+@pytest.fixture(scope="session")
+def _stack() -> Iterator[Stack]:
     with ExitStack() as es:
         yield Stack(es)
 
 
 @pytest.fixture
-def fake() -> FakeUpstream:
-    return FakeUpstream()
+def stack(_stack: Stack, fake: FakeUpstream) -> Stack:
+    return _stack
 
 
-Factory = Callable[..., str]
+@pytest.fixture
+def fake(_stack: Stack) -> FakeUpstream:
+    _stack.board.current = FakeUpstream()
+    return _stack.board.current

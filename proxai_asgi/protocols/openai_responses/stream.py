@@ -3,6 +3,10 @@
 Decoder: upstream Responses SSE -> canonical stream events. Every upstream output item
 gets canonical blocks: a message's content parts become text / refusal blocks, a
 reasoning item one reasoning block, a function / custom tool call one tool_call block.
+A reasoning block starts at its first summary or reasoning-text event (so whether it is
+a summary is known; the first kind seen wins), or whole at its item's done event; its
+``encrypted_content`` arrives as a BlockSignature just before its BlockStop. Hosted-tool
+items and unknown item / event types are skipped; breaks of the grammar raise a 502.
 
 Encoder: canonical stream events -> Responses SSE for a client. It allocates the
 Responses bookkeeping the canonical stream does not carry: item ids, output_index

@@ -168,3 +168,14 @@ def test_the_error_capture_body_keeps_its_status_message_and_param() -> None:
     body = json.loads(CODEC.encode_error(err))
     assert set(body["error"]) == {"message", "type", "param", "code"}
     assert body["error"]["message"] == err.message
+
+
+@pytest.mark.parametrize("name", SSE)
+def test_sse_captures_decode_encode_decode_is_stable(name: str) -> None:
+    first = fold(decode_stream(response_body(name)))
+    second = fold(
+        decode_stream(encode_stream(decode_stream(response_body(name)), req(stream=True)))
+    )
+    assert second.content == first.content
+    assert (second.id, second.model, second.created) == (first.id, first.model, first.created)
+    assert second.stop_reason == first.stop_reason and second.usage == first.usage

@@ -455,3 +455,22 @@ def test_client_encode_then_upstream_decode_gives_back_the_same_answer() -> None
     assert again.usage == original.usage and again.id == original.id
     # A refusal part marks the turn as a refusal when it comes back.
     assert again.stop_reason == "refusal"
+
+
+@pytest.mark.parametrize(
+    ("stop", "back"),
+    [
+        ("end_turn", "end_turn"),
+        ("max_tokens", "max_tokens"),
+        ("refusal", "refusal"),
+        ("stop_sequence", "end_turn"),
+        ("pause_turn", "end_turn"),
+    ],
+)
+def test_primary_terminal_states_round_trip_through_the_responses_status(
+    stop: c.StopReason, back: c.StopReason
+) -> None:
+    again = CODEC.decode_response(
+        CODEC.encode_response(response(c.Text(text="x"), stop_reason=stop), req())
+    )
+    assert again.stop_reason == back
