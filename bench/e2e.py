@@ -116,16 +116,49 @@ def main() -> None:
     app_file.write_text(UPSTREAM_APP.format(root=str(ROOT), n=n))
     procs = []
     try:
-        procs.append(start([PY, "-m", "uvicorn", "bench._upstream_app:app", "--port", str(up_port),
-                            "--log-level", "warning", "--no-access-log"], up_port))
-        procs.append(start([PY, "-m", "proxai_asgi", "--port", str(px_port), "--upstream-protocol",
-                            "openai_chat_completions", "--upstream-url",
-                            f"http://127.0.0.1:{up_port}/v1", "--log-level", "warning"], px_port))
+        procs.append(
+            start(
+                [
+                    PY,
+                    "-m",
+                    "uvicorn",
+                    "bench._upstream_app:app",
+                    "--port",
+                    str(up_port),
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                ],
+                up_port,
+            )
+        )
+        procs.append(
+            start(
+                [
+                    PY,
+                    "-m",
+                    "proxai_asgi",
+                    "--port",
+                    str(px_port),
+                    "--upstream-protocol",
+                    "openai_chat_completions",
+                    "--upstream-url",
+                    f"http://127.0.0.1:{up_port}/v1",
+                    "--log-level",
+                    "warning",
+                ],
+                px_port,
+            )
+        )
         direct = f"http://127.0.0.1:{up_port}/v1/chat/completions"
         proxy = f"http://127.0.0.1:{px_port}"
         chat = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
-        anth = {"model": "m", "stream": True, "max_tokens": 10,
-                "messages": [{"role": "user", "content": "x"}]}
+        anth = {
+            "model": "m",
+            "stream": True,
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x"}],
+        }
         resp = {"model": "m", "stream": True, "input": "x"}
         print(f"stream of {n} text deltas + tool calls, events/s read by the client (median of 5):")
         d = stream_rate(direct, chat)

@@ -108,14 +108,22 @@ def main() -> None:
     protocols: list[ProtocolName] = list(SHORT)  # type: ignore[arg-type]
     inputs: dict[ProtocolName, list[tuple[str, list[bytes]]]] = {
         "openai_chat_completions": [
-            ("capture chat_sse_parallel_tool_calls", frames(capture_body("chat_sse_parallel_tool_calls"))),
+            (
+                "capture chat_sse_parallel_tool_calls",
+                frames(capture_body("chat_sse_parallel_tool_calls")),
+            ),
         ],
         "openai_responses": [
-            ("capture responses_sse_reasoning_summary", frames(capture_body("responses_sse_reasoning_summary"))),
+            (
+                "capture responses_sse_reasoning_summary",
+                frames(capture_body("responses_sse_reasoning_summary")),
+            ),
         ],
         "anthropic_messages": [
-            ("capture anthropic_sse_thinking_signature_delta",
-             frames(capture_body("anthropic_sse_thinking_signature_delta"))),
+            (
+                "capture anthropic_sse_thinking_signature_delta",
+                frames(capture_body("anthropic_sse_thinking_signature_delta")),
+            ),
         ],
     }
     for p in protocols:

@@ -74,7 +74,10 @@ def test_sse_final_frame_without_blank_line_is_flushed() -> None:
 
 def test_sse_encoder_round_trips() -> None:
     frames = encode_event(b'{"a":1}', "message_start") + encode_event(b"[DONE]")
-    assert decode_all([frames]) == [SSEEvent("message_start", b'{"a":1}'), SSEEvent(None, b"[DONE]")]
+    assert decode_all([frames]) == [
+        SSEEvent("message_start", b'{"a":1}'),
+        SSEEvent(None, b"[DONE]"),
+    ]
 
 
 @settings(max_examples=200, deadline=None)

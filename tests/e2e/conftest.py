@@ -60,13 +60,17 @@ class Stack:
             mw_options = {k: options.pop(k) for k in ("max_body_size", "prefix") if k in options}
             if inner:
                 up = Upstream.inner_app(protocol, **options)
-                app = ProxaiMiddleware(self.board, routes=[Route("*", up, model_rewrite)], **mw_options)
+                app = ProxaiMiddleware(
+                    self.board, routes=[Route("*", up, model_rewrite)], **mw_options
+                )
             else:
                 base = self.upstream_http()
                 if protocol != "anthropic_messages":
                     base += "/v1"
                 up = Upstream(protocol, base, api_key, **options)
-                app = ProxaiMiddleware(_app_404, routes=[Route("*", up, model_rewrite)], **mw_options)
+                app = ProxaiMiddleware(
+                    _app_404, routes=[Route("*", up, model_rewrite)], **mw_options
+                )
             url = self._proxies[key] = self._es.enter_context(serve(app))
         return url
 

@@ -31,8 +31,13 @@ def assert_shape(protocol: str, r: httpx.Response) -> str:
         assert body["type"] == "error"
         assert set(body["error"]) >= {"type", "message"}
         assert body["error"]["type"] in {
-            "invalid_request_error", "authentication_error", "permission_error",
-            "not_found_error", "request_too_large", "rate_limit_error", "api_error",
+            "invalid_request_error",
+            "authentication_error",
+            "permission_error",
+            "not_found_error",
+            "request_too_large",
+            "rate_limit_error",
+            "api_error",
             "overloaded_error",
         }
         return str(body["error"]["message"])
@@ -80,7 +85,9 @@ def test_body_over_the_limit_is_a_413(stack: Stack, fake: FakeUpstream, protocol
 
 @pytest.mark.parametrize("protocol", ALL)
 def test_unreachable_upstream_is_a_502(protocol: str) -> None:
-    base = f"http://127.0.0.1:{_closed_port()}" + ("" if protocol == "anthropic_messages" else "/v1")
+    base = f"http://127.0.0.1:{_closed_port()}" + (
+        "" if protocol == "anthropic_messages" else "/v1"
+    )
     app = ProxaiMiddleware(_inner, upstream=Upstream(protocol, base))  # type: ignore[arg-type]
     with serve(app) as proxy:
         r = httpx.post(proxy + PATH[protocol], content=_body(protocol))
@@ -105,8 +112,14 @@ def test_upstream_timeout_is_a_504(protocol: str) -> None:
 def test_upstream_html_error_keeps_status_and_is_rendered_in_client_shape(
     stack: Stack, fake: FakeUpstream, protocol: str
 ) -> None:
-    other = "openai_chat_completions" if protocol != "openai_chat_completions" else "anthropic_messages"
-    fake.push(Reply(503, [("content-type", "text/html")], [b"<html><body>Service Unavailable</body></html>"]))
+    other = (
+        "openai_chat_completions" if protocol != "openai_chat_completions" else "anthropic_messages"
+    )
+    fake.push(
+        Reply(
+            503, [("content-type", "text/html")], [b"<html><body>Service Unavailable</body></html>"]
+        )
+    )
     proxy = stack.proxy(fake, other)  # type: ignore[arg-type]
     r = httpx.post(proxy + PATH[protocol], content=_body(protocol))
     assert r.status_code == 503
@@ -117,7 +130,9 @@ def test_upstream_html_error_keeps_status_and_is_rendered_in_client_shape(
 def test_no_route_for_model_is_a_404_in_client_shape(fake: FakeUpstream) -> None:
     from proxai_asgi import Route
 
-    app = ProxaiMiddleware(fake, routes=[Route("claude-*", Upstream.inner_app("anthropic_messages"))])
+    app = ProxaiMiddleware(
+        fake, routes=[Route("claude-*", Upstream.inner_app("anthropic_messages"))]
+    )
     with serve(app) as proxy:
         r = httpx.post(proxy + "/v1/chat/completions", content=_body("openai_chat_completions"))
     assert r.status_code == 404

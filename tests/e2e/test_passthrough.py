@@ -21,7 +21,11 @@ CLIENT_PATH = {
     "openai_responses": "/v1/responses",
     "anthropic_messages": "/v1/messages",
 }
-PROTOCOL_OF = {"chat": "openai_chat_completions", "responses": "openai_responses", "anthropic": "anthropic_messages"}
+PROTOCOL_OF = {
+    "chat": "openai_chat_completions",
+    "responses": "openai_responses",
+    "anthropic": "anthropic_messages",
+}
 OK_CAPTURES = [
     "chat_json_text_basic",
     "chat_json_parallel_tool_calls",
@@ -45,7 +49,9 @@ def test_pass_through_forwards_request_and_response_bytes_unchanged(
     fake.push(reply_from_capture(name))
     proxy = stack.proxy(fake, protocol, inner=inner)
     body = request_body(name)
-    r = httpx.post(proxy + CLIENT_PATH[protocol], content=body, headers={"content-type": "application/json"})
+    r = httpx.post(
+        proxy + CLIENT_PATH[protocol], content=body, headers={"content-type": "application/json"}
+    )
     assert r.status_code == 200
     assert r.content == response_body(name)
     assert fake.seen[0].body == body
@@ -122,14 +128,24 @@ def test_anthropic_sdk_stream_pass_through(stack: Stack, fake: FakeUpstream) -> 
     assert final.content[0].signature  # type: ignore[union-attr]
 
 
-def test_upstream_status_and_rate_limit_headers_are_preserved(stack: Stack, fake: FakeUpstream) -> None:
+def test_upstream_status_and_rate_limit_headers_are_preserved(
+    stack: Stack, fake: FakeUpstream
+) -> None:
     body = json.dumps(
         {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     ).encode()
     fake.push(
-        Reply(429, [("content-type", "application/json"), ("retry-after", "7"),
-                    ("request-id", "req_1"), ("anthropic-ratelimit-requests-remaining", "0"),
-                    ("connection", "close")], [body])
+        Reply(
+            429,
+            [
+                ("content-type", "application/json"),
+                ("retry-after", "7"),
+                ("request-id", "req_1"),
+                ("anthropic-ratelimit-requests-remaining", "0"),
+                ("connection", "close"),
+            ],
+            [body],
+        )
     )
     proxy = stack.proxy(fake, "anthropic_messages")
     r = httpx.post(proxy + "/v1/messages", content=request_body("anthropic_json_text_basic"))
@@ -158,7 +174,9 @@ def test_hop_by_hop_and_proxy_headers_are_not_forwarded(stack: Stack, fake: Fake
     assert seen["x-custom"] == "kept"
 
 
-def test_configured_openai_key_replaces_client_credentials(stack: Stack, fake: FakeUpstream) -> None:
+def test_configured_openai_key_replaces_client_credentials(
+    stack: Stack, fake: FakeUpstream
+) -> None:
     fake.push(reply_from_capture("chat_json_text_basic"))
     proxy = stack.proxy(fake, "openai_chat_completions", api_key="sk-upstream")
     httpx.post(
@@ -195,8 +213,11 @@ def test_client_credential_and_anthropic_headers_forwarded_without_key(
     httpx.post(
         proxy + "/v1/messages?beta=true",
         content=request_body("anthropic_json_text_basic"),
-        headers={"x-api-key": "sk-ant-client", "anthropic-version": "2024-01-01",
-                 "anthropic-beta": "context-management-2025-06-27"},
+        headers={
+            "x-api-key": "sk-ant-client",
+            "anthropic-version": "2024-01-01",
+            "anthropic-beta": "context-management-2025-06-27",
+        },
     )
     seen = fake.seen[0]
     assert seen.path == "/v1/messages"

@@ -78,7 +78,9 @@ def call_client(client: str, base: str, stream: bool) -> expect.Gist:
         msgs = [{"role": "user", "content": "hi"}]
         if stream:
             with o.chat.completions.stream(
-                model="any-model", messages=msgs, stream_options={"include_usage": True}  # type: ignore[arg-type]
+                model="any-model",
+                messages=msgs,
+                stream_options={"include_usage": True},  # type: ignore[arg-type]
             ) as s:
                 # get_final_completion() refuses finish_reason "length"; the stream's
                 # accumulated snapshot is what the SDK built from the events.
@@ -131,8 +133,11 @@ def test_client_receives_what_the_upstream_answered(
     assert len(fake.seen) == 1
     sent = fake.seen[0]
     assert sent.path.endswith(
-        {"openai_chat_completions": "/chat/completions", "openai_responses": "/responses",
-         "anthropic_messages": "/v1/messages"}[upstream]
+        {
+            "openai_chat_completions": "/chat/completions",
+            "openai_responses": "/responses",
+            "anthropic_messages": "/v1/messages",
+        }[upstream]
     )
     body = sent.json()
     assert body["model"] == "any-model"

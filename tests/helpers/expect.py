@@ -28,7 +28,12 @@ def _args(raw: Any) -> Any:
     return raw
 
 
-_CHAT_STOP = {"stop": "done", "tool_calls": "tools", "length": "truncated", "content_filter": "refused"}
+_CHAT_STOP = {
+    "stop": "done",
+    "tool_calls": "tools",
+    "length": "truncated",
+    "content_filter": "refused",
+}
 _ANTH_STOP = {
     "end_turn": "done",
     "stop_sequence": "done",
@@ -83,7 +88,10 @@ def from_capture(name: str) -> Gist:
             msg = d["choices"][0]["message"]
             g.text = msg.get("content") or ""
             g.refusal = msg.get("refusal") or ""
-            g.calls = [(t["function"]["name"], _args(t["function"]["arguments"])) for t in msg.get("tool_calls") or []]
+            g.calls = [
+                (t["function"]["name"], _args(t["function"]["arguments"]))
+                for t in msg.get("tool_calls") or []
+            ]
             finish = d["choices"][0]["finish_reason"]
             g.input_tokens = d["usage"]["prompt_tokens"]
             g.output_tokens = d["usage"]["completion_tokens"]
@@ -129,7 +137,12 @@ def from_capture(name: str) -> Gist:
         g.output_tokens = usage.get("output_tokens")
     else:  # openai.responses
         if stream:
-            final = [d for _, d in _sse_data(body) if d["type"].startswith("response.") and d["type"].split(".")[1] in ("completed", "incomplete", "failed")]
+            final = [
+                d
+                for _, d in _sse_data(body)
+                if d["type"].startswith("response.")
+                and d["type"].split(".")[1] in ("completed", "incomplete", "failed")
+            ]
             resp = final[-1]["response"]
         else:
             resp = json.loads(body)
@@ -180,7 +193,9 @@ def from_anthropic(message: Any) -> Gist:
     if g.stop == "refused":
         g.refusal, g.text = g.text, ""
     u = message.usage
-    g.input_tokens = u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+    g.input_tokens = (
+        u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+    )
     g.output_tokens = u.output_tokens
     return g
 
