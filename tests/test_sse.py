@@ -26,7 +26,10 @@ def test_sse_capture_decodes_identically_at_every_split_point(name: str) -> None
     body = response_body(name)
     whole = decode_all([body])
     assert whole, "capture has events"
-    for i in range(len(body) + 1):
+    # Every split point; the one 109 KB capture takes every 7th (the byte-by-byte test
+    # below still crosses each of its boundaries) to keep the suite fast.
+    step = 1 if len(body) < 40_000 else 7
+    for i in range(0, len(body) + 1, step):
         assert decode_all([body[:i], body[i:]]) == whole, f"split at byte {i}"
 
 

@@ -1,0 +1,277 @@
+"""All six translated directions, sans-IO, over every real capture.
+
+- a translated stream passes the client protocol's strict grammar validator;
+- it is byte-identical whatever the upstream's chunk boundaries;
+- folding it gives the non-streamed translation of the same answer (same ids, stop,
+  content, usage), for SSE and JSON captures alike;
+- a capture's request, as a client request, becomes a valid upstream request that
+  keeps the system text, the turns and the tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+import pytest
+
+from proxai_asgi import canonical as c
+from proxai_asgi.codec import Codec, ProtocolName, UpstreamOptions, fold, unfold
+from proxai_asgi.errors import TranslationReport
+from proxai_asgi.protocols import get_codec
+from proxai_asgi.sse import SSEDecoder
+from tests.helpers.captures import capture_names, load, request_body, response_body
+from tests.helpers.validate_anthropic import validate_anthropic_stream
+from tests.helpers.validate_chat import validate_chat_stream
+from tests.helpers.validate_responses import validate_responses_stream
+
+PROTOCOLS: list[ProtocolName] = [
+    "openai_chat_completions",
+    "openai_responses",
+    "anthropic_messages",
+]
+PREFIX = {
+    "chat": "openai_chat_completions",
+    "responses": "openai_responses",
+    "anthropic": "anthropic_messages",
+}
+
+
+def protocol_of(name: str) -> ProtocolName:
+    return PREFIX[name.split("_")[0]]  # type: ignore[return-value]
+
+
+def ok_captures(kind: str) -> list[str]:
+    return [
+        n
+        for n in capture_names()
+        if f"_{kind}_" in n and load(n)["response"]["status"] == 200 and "n3_choices" not in n
+    ]
+
+
+SSE = [(n, client) for n in ok_captures("sse") for client in PROTOCOLS if client != protocol_of(n)]
+JSON = [
+    (n, client) for n in ok_captures("json") for client in PROTOCOLS if client != protocol_of(n)
+]
+REQUEST = {"model": "m", "messages": [], "stream": True, "include_usage": True}
+
+
+def client_request() -> c.Request:
+    return c.Request(model="m", messages=[], stream=True, include_usage=True)
+
+
+def upstream_events(name: str, chunks: list[bytes] | None = None) -> list[c.StreamEvent]:
+    body = response_body(name)
+    dec = get_codec(protocol_of(name)).stream_decoder()
+    sse = SSEDecoder()
+    out: list[c.StreamEvent] = []
+    for ch in chunks if chunks is not None else [body]:
+        for e in sse.decode(ch):
+            out.extend(dec.feed(e))
+    for e in sse.flush():
+        out.extend(dec.feed(e))
+    out.extend(dec.close())
+    return out
+
+
+def encode_stream(client: ProtocolName, events: list[c.StreamEvent]) -> bytes:
+    enc = get_codec(client).stream_encoder(client_request())
+    return b"".join(enc.encode(e) for e in events)
+
+
+_CLOCK = re.compile(rb'"(created|created_at)":\d+')
+
+
+def without_clock(body: bytes) -> bytes:
+    """Anthropic answers carry no timestamp, so OpenAI-shaped output stamps the
+    current second; blank it where two runs are compared."""
+    return _CLOCK.sub(rb'"\1":0', body)
+
+
+def validate(client: ProtocolName, body: bytes) -> dict[str, Any]:
+    """Validate a client stream; return its gist as the client would fold it."""
+    if client == "anthropic_messages":
+        a = validate_anthropic_stream(body)
+        assert a.message is not None and a.error is None
+        return {
+            "id": a.message["id"],
+            "text": "".join(b.text for b in a.blocks if b.type == "text"),
+            "calls": [
+                (b.start["id"], b.start["name"], json.loads(b.partial_json or "{}"))
+                for b in a.blocks
+                if b.type == "tool_use"
+            ],
+            # A thinking block with no carrier has signature "" in its start and no
+            # signature_delta: the same thing as the JSON form's "".
+            "thinking": [(b.thinking, b.signature or "") for b in a.blocks if b.type == "thinking"],
+            "stop": a.stop_reason,
+            "usage": {k: v for k, v in (a.usage or {}).items() if v is not None},
+        }
+    if client == "openai_chat_completions":
+        ch = validate_chat_stream(body, include_usage=True)
+        assert ch.error is None
+        return {
+            "id": ch.id,
+            "text": ch.content or "",
+            "refusal": ch.refusal,
+            "calls": [
+                (t["id"], t["name"], json.loads(t["arguments"] or "{}")) for t in ch.tool_calls
+            ],
+            "reasoning": ch.reasoning,
+            "stop": ch.finish_reason,
+            "usage": ch.usage,
+        }
+    r = validate_responses_stream(body)
+    assert r.response is not None and r.error is None
+    return responses_gist(r.response)
+
+
+def responses_gist(resp: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": resp["id"],
+        "status": resp["status"],
+        "output": resp["output"],
+        "usage": resp["usage"],
+        "incomplete_details": resp.get("incomplete_details"),
+    }
+
+
+def json_gist(client: ProtocolName, body: bytes) -> dict[str, Any]:
+    d = json.loads(body)
+    if client == "anthropic_messages":
+        return {
+            "id": d["id"],
+            "text": "".join(b["text"] for b in d["content"] if b["type"] == "text"),
+            "calls": [
+                (b["id"], b["name"], b["input"]) for b in d["content"] if b["type"] == "tool_use"
+            ],
+            "thinking": [
+                (b["thinking"], b["signature"]) for b in d["content"] if b["type"] == "thinking"
+            ],
+            "stop": d["stop_reason"],
+            "usage": {k: v for k, v in d["usage"].items() if v is not None},
+        }
+    if client == "openai_chat_completions":
+        msg = d["choices"][0]["message"]
+        return {
+            "id": d["id"],
+            "text": msg.get("content") or "",
+            "refusal": msg.get("refusal"),
+            "calls": [
+                (t["id"], t["function"]["name"], json.loads(t["function"]["arguments"] or "{}"))
+                for t in msg.get("tool_calls") or []
+            ],
+            "reasoning": msg.get("reasoning_content"),
+            "stop": d["choices"][0]["finish_reason"],
+            "usage": d["usage"],
+        }
+    return responses_gist(d)
+
+
+def normalise_usage(g: dict[str, Any]) -> dict[str, Any]:
+    # Anthropic message_start/delta usage carries only some keys; compare the numbers
+    # both shapes have.
+    u = g.get("usage") or {}
+    g = dict(g)
+    g["usage"] = {
+        k: u[k]
+        for k in (
+            "input_tokens",
+            "output_tokens",
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+        )
+        if k in u
+    }
+    return g
+
+
+@pytest.mark.parametrize(("name", "client"), SSE)
+def test_translated_stream_passes_the_client_protocols_strict_validator(
+    name: str, client: ProtocolName
+) -> None:
+    validate(client, encode_stream(client, upstream_events(name)))
+
+
+@pytest.mark.parametrize(("name", "client"), SSE)
+def test_translated_stream_is_identical_whatever_the_upstream_chunk_boundaries(
+    name: str, client: ProtocolName
+) -> None:
+    body = response_body(name)
+    whole = without_clock(encode_stream(client, upstream_events(name)))
+    step = 1 if len(body) < 12_000 else 31
+    for i in range(1, len(body), step):
+        split = encode_stream(client, upstream_events(name, [body[:i], body[i:]]))
+        assert without_clock(split) == whole, i
+    bytewise = encode_stream(client, upstream_events(name, [bytes([b]) for b in body]))
+    assert without_clock(bytewise) == whole
+
+
+def _non_stream(client: ProtocolName, response: c.Response) -> bytes:
+    return get_codec(client).encode_response(response, client_request())
+
+
+@pytest.mark.parametrize(("name", "client"), SSE)
+def test_folded_stream_agrees_with_the_non_streamed_translation(
+    name: str, client: ProtocolName
+) -> None:
+    events = upstream_events(name)
+    streamed = validate(client, encode_stream(client, events))
+    whole = json_gist(client, _non_stream(client, fold(events)))
+    assert normalise_usage(streamed) == normalise_usage(whole)
+
+
+@pytest.mark.parametrize(("name", "client"), JSON)
+def test_non_streamed_answer_agrees_with_its_streamed_translation(
+    name: str, client: ProtocolName
+) -> None:
+    response = get_codec(protocol_of(name)).decode_response(response_body(name))
+    whole = json_gist(client, _non_stream(client, response))
+    streamed = validate(client, encode_stream(client, unfold(response)))
+    assert normalise_usage(streamed) == normalise_usage(whole)
+
+
+# ---------------------------------------------------------------- requests
+
+
+REQUEST_CAPTURES = [
+    (n, target)
+    for n in capture_names()
+    if "n3_choices" not in n and load(n).get("request", {}).get("body")
+    for target in PROTOCOLS
+    if target != protocol_of(n)
+]
+
+
+def _canonical_texts(req: c.Request) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    system = [t.text for t in req.system]
+    turns = [
+        (m.role, " ".join(p.text for p in m.content if isinstance(p, c.Text))) for m in req.messages
+    ]
+    tools = [t.name for t in req.tools]
+    return system, turns, tools
+
+
+@pytest.mark.parametrize(("name", "target"), REQUEST_CAPTURES)
+def test_capture_request_becomes_a_valid_upstream_request_with_the_same_conversation(
+    name: str, target: ProtocolName
+) -> None:
+    source: Codec = get_codec(protocol_of(name))
+    upstream: Codec = get_codec(target)
+    report = TranslationReport(lossy=False)
+    try:
+        creq = source.decode_request(request_body(name), report)
+        body = upstream.encode_request(creq, report, UpstreamOptions())
+    except Exception as exc:  # pragma: no cover - the message says why
+        pytest.fail(f"{name} -> {target}: {exc}")
+    # The upstream body is valid for its protocol: its own client decoder accepts it.
+    again = upstream.decode_request(body, TranslationReport(lossy=True))
+    want_system, want_turns, want_tools = _canonical_texts(creq)
+    got_system, got_turns, got_tools = _canonical_texts(again)
+    assert "\n\n".join(got_system) == "\n\n".join(want_system)
+    assert got_turns == want_turns
+    assert got_tools == want_tools
+    assert msgspec.json.decode(body)["model"] == load(name)["request"]["body"]["model"]
