@@ -48,6 +48,8 @@ class Reply:
     headers: list[tuple[str, str]]
     chunks: list[bytes]
     delay: float = 0.0  # seconds between chunks
+    stall_after: int | None = None  # after this many chunks, go silent for ``stall`` s
+    stall: float = 0.0
 
 
 def sse_frames(body: bytes) -> list[bytes]:
@@ -132,10 +134,11 @@ class FakeUpstream:
 
         watcher = asyncio.ensure_future(watch())
         try:
-            for chunk in reply.chunks:
-                if reply.delay:
+            for i, chunk in enumerate(reply.chunks):
+                pause = reply.stall if i == reply.stall_after else reply.delay
+                if pause:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(disconnected.wait(), reply.delay)
+                        await asyncio.wait_for(disconnected.wait(), pause)
                 if disconnected.is_set():
                     self.cancelled.set()
                     return

@@ -1,0 +1,167 @@
+"""The standalone server: flags, environment, TOML, and the offline demo upstream."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+
+from proxai_asgi import config as cfg
+from proxai_asgi.cli import build_app, build_parser
+from tests.helpers.servers import serve
+
+
+def app_from(argv: list[str], env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return build_app(build_parser().parse_args(argv), env or {})
+
+
+def test_help_explains_the_flags_and_the_demo() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "proxai_asgi", "--help"], capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0
+    for flag in (
+        "--config",
+        "--upstream-url",
+        "--upstream-protocol",
+        "--api-key-env",
+        "--demo-protocol",
+    ):
+        assert flag in out.stdout
+    assert "demo upstream" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "demo", ["openai_chat_completions", "openai_responses", "anthropic_messages"]
+)
+def test_demo_proxy_answers_all_three_sdks_offline(demo: str) -> None:
+    app, _ = app_from(["--demo-protocol", demo])
+    with serve(app) as base:
+        o = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        chat = o.chat.completions.create(
+            model="demo", messages=[{"role": "user", "content": "hello"}]
+        )
+        assert chat.choices[0].message.content == "You said: hello"
+        with o.responses.stream(model="demo", input="hello there") as s:
+            assert s.get_final_response().output_text == "You said: hello there"
+        a = anthropic.Anthropic(base_url=base, api_key="none", max_retries=0)
+        with a.messages.stream(
+            model="demo", max_tokens=50, messages=[{"role": "user", "content": "hi you"}]
+        ) as ms:
+            assert ms.get_final_text() == "You said: hi you"
+
+
+def test_demo_calls_a_declared_tool_and_reads_its_result() -> None:
+    app, _ = app_from(["--demo-protocol", "anthropic_messages"])
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    with serve(app) as base:
+        o = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        msgs: list[dict[str, object]] = [{"role": "user", "content": 'call lookup {"q": "x"}'}]
+        first = o.chat.completions.create(model="demo", messages=msgs, tools=tools)  # type: ignore[arg-type]
+        (call,) = first.choices[0].message.tool_calls or []
+        assert call.function.name == "lookup" and json.loads(call.function.arguments) == {"q": "x"}
+        assert first.choices[0].finish_reason == "tool_calls"
+        msgs += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "42"},
+        ]
+        second = o.chat.completions.create(model="demo", messages=msgs, tools=tools)  # type: ignore[arg-type]
+        assert second.choices[0].message.content == "Tool lookup returned: 42"
+
+
+def test_flags_and_environment_configure_one_upstream() -> None:
+    app, server = app_from(
+        [
+            "--upstream-protocol",
+            "anthropic_messages",
+            "--port",
+            "9999",
+            "--model-rewrite",
+            "claude-x",
+        ],
+        {"PROXAI_UPSTREAM_URL": "https://example.invalid", "PROXAI_API_KEY": "sk-ant-env"},
+    )
+    (route,) = app.router.routes
+    assert route.model_rewrite == "claude-x"
+    assert route.upstream.url == "https://example.invalid/v1/messages"
+    assert route.upstream.api_key == "sk-ant-env"
+    assert server.port == 9999
+
+
+def test_toml_config_builds_routes_with_keys_from_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "proxai.toml"
+    path.write_text(
+        """
+[server]
+port = 8181
+prefix = "/llm"
+
+[[upstreams]]
+name = "claude"
+protocol = "anthropic_messages"
+base_url = "https://api.anthropic.com/v1"
+api_key_env = "MY_KEY"
+default_max_tokens = 1024
+
+[[upstreams]]
+name = "vllm"
+protocol = "openai_chat_completions"
+base_url = "http://127.0.0.1:8000/v1"
+
+[[routes]]
+model = "claude-*"
+upstream = "claude"
+
+[[routes]]
+model = "*"
+upstream = "vllm"
+model_rewrite = "Qwen/Qwen3-8B"
+"""
+    )
+    app, server = app_from(["--config", str(path)], {"MY_KEY": "sk-ant-1"})
+    assert server.port == 8181 and app.prefix == "/llm"
+    claude, vllm = app.router.routes
+    assert claude.upstream.api_key == "sk-ant-1" and claude.upstream.default_max_tokens == 1024
+    # An Anthropic base_url given with its version still reaches /v1/messages once.
+    assert claude.upstream.url == "https://api.anthropic.com/v1/messages"
+    assert vllm.upstream.url == "http://127.0.0.1:8000/v1/chat/completions"
+    assert app.router.select("claude-sonnet-4-5") is claude
+    assert app.router.select("gpt-4o") is vllm
+
+
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        (
+            '[[upstreams]]\nname="a"\nprotocol="openai_chat_completions"\nbase_url="http://x"\nprotocl=1',
+            "protocl",
+        ),
+        ('[[upstreams]]\nname="a"\nprotocol="nope"\nbase_url="http://x"', "protocol"),
+        (
+            '[[upstreams]]\nname="a"\nprotocol="openai_responses"\nbase_url="http://x"\napi_key="sk"',
+            "upstreams[0].api_key",
+        ),
+        ('[[routes]]\nmodel="*"\nupstream="ghost"', "routes[0].upstream"),
+        ("[server]\nport = 'eighty'", "port"),
+    ],
+)
+def test_invalid_configuration_names_the_bad_key(tmp_path: Path, toml: str, needle: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(toml)
+    with pytest.raises(cfg.ConfigError, match=None) as info:
+        app_from(["--config", str(path)])
+    assert needle in str(info.value)
+
+
+def test_missing_key_variable_is_a_start_up_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[upstreams]]\nname="a"\nprotocol="anthropic_messages"\nbase_url="http://x"\napi_key_env="NOPE"'
+    )
+    with pytest.raises(cfg.ConfigError, match="NOPE"):
+        app_from(["--config", str(path)])
