@@ -62,6 +62,7 @@ class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     stream_idle_timeout: float = 300.0
+    tool_stall_timeout: float = 120.0
     default_max_tokens: int = 4096
     lossy: bool = False
     native_custom_tools: bool = False
@@ -132,6 +133,7 @@ def build_upstream(u: UpstreamConfig, env: dict[str, str] | None = None) -> Upst
         connect_timeout=u.connect_timeout,
         read_timeout=u.read_timeout,
         stream_idle_timeout=u.stream_idle_timeout,
+        tool_stall_timeout=u.tool_stall_timeout,
         default_max_tokens=u.default_max_tokens,
         lossy=u.lossy,
         native_custom_tools=u.native_custom_tools,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -56,6 +56,12 @@ _PATHS: dict[str, ProtocolName] = {
 }
 _head_decoder = msgspec.json.Decoder(RequestHead)
 _JSON = (b"content-type", b"application/json")
+
+
+def _none() -> None:
+    return None
+
+
 _SSE_HEADERS: RawHeaders = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -66,6 +72,10 @@ _SSE_HEADERS: RawHeaders = [
 class ProxaiMiddleware:
     """Serve the three LLM protocols in front of ``app``, translating to ``upstream``
     (or to the upstream of the first ``routes`` entry whose model glob matches).
+
+    ``max_connections`` bounds the pooled upstream connections; ``max_concurrency``
+    bounds exchanges in flight (excess requests queue for ``queue_timeout`` seconds,
+    then get a 429 with ``retry-after``).
 
     Requests to other paths, other methods, websockets and lifespan reach ``app``
     untouched. ``prefix`` serves the LLM paths under a mount point (``/llm/v1/...``).
@@ -80,6 +90,9 @@ class ProxaiMiddleware:
         prefix: str = "",
         max_body_size: int = DEFAULT_MAX_BODY,
         http_client: httpx.AsyncClient | None = None,
+        max_connections: int = 1000,
+        max_concurrency: int | None = None,
+        queue_timeout: float = 10.0,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -87,7 +100,11 @@ class ProxaiMiddleware:
         self.router = Router(list(routes) if routes else [Route("*", upstream)])  # type: ignore[arg-type]
         self.prefix = prefix.rstrip("/")
         self.max_body_size = max_body_size
-        self.http = HttpTransport(http_client)
+        self.http = HttpTransport(http_client, max_connections=max_connections)
+        # Past max_concurrency exchanges, requests wait up to queue_timeout for a
+        # slot, then get a 429 in their own protocol's shape.
+        self.limiter = anyio.Semaphore(max_concurrency) if max_concurrency else None
+        self.queue_timeout = queue_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -139,17 +156,35 @@ class Exchange:
     # ------------------------------------------------------------------ driving
 
     async def run(self) -> None:
+        limiter = self.mw.limiter
+        acquired = False
         try:
+            if limiter is not None:
+                with anyio.move_on_after(self.mw.queue_timeout):
+                    await limiter.acquire()
+                    acquired = True
+                if not acquired:
+                    raise ProxyError(
+                        429,
+                        "the proxy is at its concurrency limit; retry shortly",
+                        kind="rate_limit",
+                        headers=[(b"retry-after", b"1")],
+                    )
             body = await self._read_body()
             if body is None:
                 return  # the client left before sending its body
             await self._dispatch(body)
         except ProxyError as err:
             await self._fail(err)
+        except RecursionError:
+            # Only JSON nested deeper than the interpreter's recursion limit gets here.
+            await self._fail(ProxyError.invalid("request body is nested too deeply"))
         except Exception:
             logger.exception("proxai_asgi failed while serving %s", self.client.name)
             await self._fail(ProxyError(500, "internal error in the proxy", kind="api_error"))
         finally:
+            if acquired:
+                limiter.release()  # type: ignore[union-attr]
             self._log()
 
     async def _dispatch(self, body: bytes) -> None:
@@ -271,18 +306,25 @@ class Exchange:
             return open_inner(self.mw.app, self.scope, up, headers, body)
         return self.mw.http.open(up, headers, body, raw=passthrough)
 
-    async def _chunks(self, resp: UpstreamResponse, idle: float) -> AsyncIterator[bytes]:
-        """The upstream body, failing with 504 when it stalls for ``idle`` seconds."""
+    async def _chunks(
+        self, resp: UpstreamResponse, idle: float, stalled_tool: Callable[[], float | None] = _none
+    ) -> AsyncIterator[bytes]:
+        """The upstream body, failing with 504 when it stalls: ``idle`` seconds
+        anywhere, or the shorter tool-stall limit while a tool call's arguments are
+        half sent (``stalled_tool`` returns that limit when it applies)."""
         it = aiter(resp)
         while True:
+            tool_limit = stalled_tool()
+            limit = idle if tool_limit is None else min(idle, tool_limit)
             try:
-                with anyio.fail_after(idle):
+                with anyio.fail_after(limit):
                     chunk = await anext(it)
             except StopAsyncIteration:
                 return
             except TimeoutError:
+                where = "in the middle of tool-call arguments" if limit != idle else "mid-stream"
                 raise ProxyError(
-                    504, f"upstream sent nothing for {idle:g}s mid-stream", kind="timeout"
+                    504, f"upstream sent nothing for {limit:g}s {where}", kind="timeout"
                 ) from None
             yield chunk
 
@@ -392,9 +434,17 @@ class Exchange:
         unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
         await self._start(200, [*_SSE_HEADERS, *self._translation_headers(resp)])
         done = False
+        open_tools: set[int] = set()
+
+        def tool_limit() -> float | None:
+            return up.tool_stall_timeout if open_tools else None
 
         def emit(events: list[c.StreamEvent], out: bytearray) -> bool:
             for ev in events:
+                if isinstance(ev, c.BlockStart) and ev.kind == "tool_call":
+                    open_tools.add(ev.index)
+                elif isinstance(ev, c.BlockStop):
+                    open_tools.discard(ev.index)
                 for e in unwrap.feed(ev) if unwrap else (ev,):
                     out += enc.encode(e)
                 if isinstance(ev, (c.Finish, c.StreamError)):
@@ -410,7 +460,7 @@ class Exchange:
             else:
                 sse = SSEDecoder()
                 dec = target.stream_decoder()
-                async for chunk in self._chunks(resp, up.stream_idle_timeout):
+                async for chunk in self._chunks(resp, up.stream_idle_timeout, tool_limit):
                     for e in sse.decode(chunk):
                         if emit(dec.feed(e), out):
                             done = True

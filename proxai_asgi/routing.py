@@ -35,6 +35,7 @@ class Upstream:
     connect_timeout: float = 10.0
     read_timeout: float = 600.0  # waiting for headers, and between body chunks
     stream_idle_timeout: float = 300.0  # no upstream bytes for this long mid-stream
+    tool_stall_timeout: float = 120.0  # ...or this long while tool arguments are half sent
     default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when absent
     lossy: bool = False  # drop-and-report instead of rejecting unrepresentable fields
     native_custom_tools: bool = False

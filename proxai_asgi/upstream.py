@@ -176,16 +176,21 @@ class UpstreamResponse:
 class HttpTransport:
     """One pooled ``httpx.AsyncClient`` for every HTTP upstream of a middleware."""
 
-    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient | None = None, max_connections: int = 1000
+    ) -> None:
         self._client = client
         self._owned = client is None
+        self._max_connections = max_connections
 
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(600.0, connect=10.0),
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                limits=httpx.Limits(
+                    max_connections=self._max_connections, max_keepalive_connections=100
+                ),
                 follow_redirects=False,
             )
         return self._client

@@ -78,7 +78,7 @@ ANTHROPIC_OVERLOADED = (
 def test_mid_stream_upstream_error_event_ends_the_client_stream_with_its_own_error(
     stack: Stack, fake: FakeUpstream, client: str, transport: str
 ) -> None:
-    frames = sse_frames(response_body("anthropic_sse_text_basic"))[:3] + [ANTHROPIC_OVERLOADED]
+    frames = [*sse_frames(response_body("anthropic_sse_text_basic"))[:3], ANTHROPIC_OVERLOADED]
     fake.push(Reply(200, SSE, frames))
     base = stack.proxy(fake, "anthropic_messages", inner=transport == "inner")
     assert_terminal_error(client, post_stream(base, client), "Overloaded")
