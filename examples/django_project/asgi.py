@@ -10,9 +10,9 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "examples.django_project.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+from django.core.asgi import get_asgi_application
 
-from proxai_asgi import ProxaiMiddleware, Upstream  # noqa: E402
+from proxai_asgi import ProxaiMiddleware, Upstream
 
 application = ProxaiMiddleware(
     get_asgi_application(),
