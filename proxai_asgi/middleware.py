@@ -18,7 +18,7 @@ import httpx
 import msgspec
 
 from . import canonical as c
-from . import custom_tools
+from . import custom_tools, endpoints
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
 from .model_rewrite import rewrite_model
@@ -93,6 +93,7 @@ class ProxaiMiddleware:
         max_connections: int = 1000,
         max_concurrency: int | None = None,
         queue_timeout: float = 10.0,
+        serve_models: bool = True,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -105,6 +106,7 @@ class ProxaiMiddleware:
         # slot, then get a 429 in their own protocol's shape.
         self.limiter = anyio.Semaphore(max_concurrency) if max_concurrency else None
         self.queue_timeout = queue_timeout
+        self.serve_models = serve_models
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -114,6 +116,20 @@ class ProxaiMiddleware:
             protocol = _PATHS.get(path)
             if protocol is not None:
                 await Exchange(self, get_codec(protocol), scope, receive, send).run()
+                return
+            if path in ("/v1/messages/count_tokens", "/messages/count_tokens"):
+                ex = Exchange(self, get_codec("anthropic_messages"), scope, receive, send)
+                await ex.run(lambda body: endpoints.count_tokens(ex, body))
+                return
+        elif scope["type"] == "http" and scope["method"] == "GET" and self.serve_models:
+            path = scope["path"]
+            if self.prefix:
+                path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
+            if path in ("/v1/models", "/models"):
+                body = await endpoints.list_models(self, scope.get("headers", []))
+                headers = [_JSON, (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
                 return
         elif scope["type"] == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
@@ -155,7 +171,9 @@ class Exchange:
 
     # ------------------------------------------------------------------ driving
 
-    async def run(self) -> None:
+    async def run(
+        self, handler: Callable[[bytes], Coroutine[Any, Any, None]] | None = None
+    ) -> None:
         limiter = self.mw.limiter
         acquired = False
         try:
@@ -173,7 +191,7 @@ class Exchange:
             body = await self._read_body()
             if body is None:
                 return  # the client left before sending its body
-            await self._dispatch(body)
+            await (handler or self._dispatch)(body)
         except ProxyError as err:
             await self._fail(err)
         except RecursionError:

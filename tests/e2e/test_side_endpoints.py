@@ -1,0 +1,67 @@
+"""count_tokens and models: what Claude Code and the SDKs call besides generation."""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import httpx
+import openai
+
+from proxai_asgi import ProxaiMiddleware, Route, Upstream
+from tests.helpers.servers import FakeUpstream, Reply, serve
+
+JSON = [("content-type", "application/json")]
+COUNT_ARGS = {
+    "model": "claude-x",
+    "system": "You are terse.",
+    "messages": [{"role": "user", "content": "How many tokens is this sentence, roughly?"}],
+    "tools": [{"name": "Bash", "description": "Run a command", "input_schema": {"type": "object"}}],
+}
+
+
+def test_count_tokens_toward_a_non_anthropic_upstream_is_a_marked_local_estimate() -> None:
+    fake = FakeUpstream()
+    app = ProxaiMiddleware(fake, upstream=Upstream.inner_app("openai_chat_completions"))
+    with serve(app) as base:
+        a = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
+        raw = a.messages.with_raw_response.count_tokens(**COUNT_ARGS)  # type: ignore[arg-type]
+        assert raw.headers["x-proxai-token-count"] == "estimate"
+        n = raw.parse().input_tokens
+    text = "You are terse." + COUNT_ARGS["messages"][0]["content"] + "BashRun a command"  # type: ignore[index]
+    assert len(text) // 8 < n < len(text)  # about four characters a token
+    assert fake.seen == []  # the inner Chat service was never asked
+
+
+def test_count_tokens_is_forwarded_to_an_anthropic_upstream_with_its_key() -> None:
+    fake = FakeUpstream().push(Reply(200, JSON, [b'{"input_tokens":42}']))
+    with serve(fake) as up_url:
+        up = Upstream("anthropic_messages", up_url, api_key="sk-ant-up")
+        with serve(ProxaiMiddleware(fake, routes=[Route("*", up, "claude-real")])) as base:
+            a = anthropic.Anthropic(base_url=base, api_key="sk-client", max_retries=0)
+            assert a.messages.count_tokens(**COUNT_ARGS).input_tokens == 42  # type: ignore[arg-type]
+    seen = fake.seen[0]
+    assert seen.path == "/v1/messages/count_tokens"
+    assert seen.headers["x-api-key"] == "sk-ant-up"
+    assert seen.json()["model"] == "claude-real"
+
+
+def test_models_are_listed_in_the_openai_and_anthropic_shapes() -> None:
+    listing = {"data": [{"id": "claude-opus-9"}, {"id": "gpt-4o"}, {"id": "claude-haiku-9"}]}
+    fake = FakeUpstream().push(Reply(200, JSON, [json.dumps(listing).encode()]))
+    with serve(fake) as up_url:
+        claude = Upstream("anthropic_messages", up_url, api_key="sk-ant-up")
+        local = Upstream.inner_app("openai_chat_completions")
+        app = ProxaiMiddleware(fake, routes=[Route("claude-*", claude), Route("house", local)])
+        with serve(app) as base:
+            o = openai.OpenAI(base_url=base + "/v1", api_key="k", max_retries=0)
+            assert [m.id for m in o.models.list()] == ["claude-opus-9", "claude-haiku-9", "house"]
+            a = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
+            page = a.models.list()
+            assert [m.id for m in page.data] == ["claude-opus-9", "claude-haiku-9", "house"]
+            assert page.data[0].type == "model"
+            # Other GET paths still reach the wrapped app.
+            fake.push(Reply(200, [("content-type", "text/plain")], [b"inner"]))
+            assert httpx.get(base + "/v1/other").text == "inner"
+    assert fake.seen[0].path == "/v1/models"
+    assert fake.seen[0].headers["x-api-key"] == "sk-ant-up"
