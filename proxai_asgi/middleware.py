@@ -18,7 +18,7 @@ import httpx
 import msgspec
 
 from . import canonical as c
-from . import custom_tools, endpoints
+from . import custom_tools, endpoints, telemetry
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
 from .model_rewrite import rewrite_model
@@ -168,6 +168,9 @@ class Exchange:
         self.model: str | None = None
         self.stream = False
         self.dropped: list[str] = []
+        self.usage: c.Usage | None = None
+        self.response_model: str | None = None
+        self.span = telemetry.start(client.name)
 
     # ------------------------------------------------------------------ driving
 
@@ -418,6 +421,7 @@ class Exchange:
                 await self._translate_stream(target, creq, resp, up, wrapped)
             else:
                 cres = await self._whole_response(target, resp, up)
+                self.usage, self.response_model = cres.usage, cres.model
                 if wrapped:
                     custom_tools.unwrap_response(cres, wrapped)
                 await self._json(
@@ -465,7 +469,12 @@ class Exchange:
                     open_tools.discard(ev.index)
                 for e in unwrap.feed(ev) if unwrap else (ev,):
                     out += enc.encode(e)
-                if isinstance(ev, (c.Finish, c.StreamError)):
+                if isinstance(ev, c.MessageStart):
+                    self.response_model = ev.model
+                elif isinstance(ev, c.Finish):
+                    self.usage = ev.usage
+                    return True
+                elif isinstance(ev, c.StreamError):
                     return True
             return False
 
@@ -509,12 +518,23 @@ class Exchange:
     # ------------------------------------------------------------------ logging
 
     def _log(self) -> None:
+        up = self.upstream
+        usage = self.usage
+        telemetry.finish(
+            self.span,
+            upstream_protocol=up.protocol if up else None,
+            request_model=self.model,
+            response_model=self.response_model,
+            status=self.status,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            stream=self.stream,
+        )
         if not logger.isEnabledFor(logging.INFO):
             return
-        up = self.upstream
         logger.info(
             "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
-            "duration_ms=%.1f ttfb_ms=%s dropped=%s",
+            "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s",
             self.client.name,
             up.label if up else "-",
             f"{self.client.name}->{up.protocol}" if up else "-",
@@ -523,5 +543,7 @@ class Exchange:
             self.status,
             (time.perf_counter() - self.t0) * 1000,
             f"{self.ttfb * 1000:.1f}" if self.ttfb is not None else "-",
+            usage.input_tokens if usage else "-",
+            usage.output_tokens if usage else "-",
             ",".join(self.dropped) or "-",
         )
