@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from tests.helpers.captures import request_body
 from tests.helpers.servers import FakeUpstream, reply_from_capture, serve
 
 
