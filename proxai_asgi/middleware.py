@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -58,8 +58,8 @@ _head_decoder = msgspec.json.Decoder(RequestHead)
 _JSON = (b"content-type", b"application/json")
 
 
-def _none() -> None:
-    return None
+def _never() -> bool:
+    return False
 
 
 _SSE_HEADERS: RawHeaders = [
@@ -327,27 +327,53 @@ class Exchange:
             return open_inner(self.mw.app, self.scope, up, headers, body)
         return self.mw.http.open(up, headers, body, raw=passthrough)
 
-    async def _chunks(
-        self, resp: UpstreamResponse, idle: float, stalled_tool: Callable[[], float | None] = _none
-    ) -> AsyncIterator[bytes]:
-        """The upstream body, failing with 504 when it stalls: ``idle`` seconds
-        anywhere, or the shorter tool-stall limit while a tool call's arguments are
-        half sent (``stalled_tool`` returns that limit when it applies)."""
-        it = aiter(resp)
-        while True:
-            tool_limit = stalled_tool()
-            limit = idle if tool_limit is None else min(idle, tool_limit)
+    async def _pump(
+        self,
+        resp: UpstreamResponse,
+        up: Upstream,
+        on_chunk: Callable[[bytes], Awaitable[bool]],
+        tool_open: Callable[[], bool] = _never,
+    ) -> None:
+        """Feed the upstream body to ``on_chunk`` (which returns True to stop early),
+        failing with 504 when the upstream stalls: ``stream_idle_timeout`` anywhere,
+        or the shorter ``tool_stall_timeout`` while a tool call's arguments are half
+        sent (``tool_open``).
+
+        One watchdog task per stream wakes only at possible deadlines, so the cost
+        per chunk is a clock read, not a timer (a per-chunk ``fail_after`` cost
+        several µs on every token)."""
+        idle, tool_idle = up.stream_idle_timeout, min(up.stream_idle_timeout, up.tool_stall_timeout)
+        last = anyio.current_time()
+        stalled: float | None = None
+        error: ProxyError | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def watchdog() -> None:
+                nonlocal stalled
+                while True:
+                    limit = tool_idle if tool_open() else idle
+                    now = anyio.current_time()
+                    if now - last >= limit:
+                        stalled = limit
+                        tg.cancel_scope.cancel()
+                        return
+                    await anyio.sleep(min(last + limit, last + tool_idle) - now + 0.001)
+
+            tg.start_soon(watchdog)
             try:
-                with anyio.fail_after(limit):
-                    chunk = await anext(it)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                where = "in the middle of tool-call arguments" if limit != idle else "mid-stream"
-                raise ProxyError(
-                    504, f"upstream sent nothing for {limit:g}s {where}", kind="timeout"
-                ) from None
-            yield chunk
+                async for chunk in resp:
+                    last = anyio.current_time()
+                    if await on_chunk(chunk):
+                        break
+            except ProxyError as exc:
+                error = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if stalled is not None:
+            where = "in the middle of tool-call arguments" if stalled != idle else "mid-stream"
+            raise ProxyError(504, f"upstream sent nothing for {stalled:g}s {where}", kind="timeout")
+        if error is not None:
+            raise error
 
     async def _inner_untouched(self, body: bytes) -> None:
         """Same protocol, wrapped app as upstream: hand the request down unchanged."""
@@ -379,9 +405,13 @@ class Exchange:
             await self._start(
                 resp.status, client_headers_from_upstream(resp.headers, passthrough=True)
             )
+
+            async def forward(chunk: bytes) -> bool:
+                await self._body(chunk)
+                return False
+
             try:
-                async for chunk in self._chunks(resp, up.stream_idle_timeout):
-                    await self._body(chunk)
+                await self._pump(resp, up, forward)
             except ProxyError as err:
                 if resp.is_event_stream:
                     await self._body(self._passthrough_stream_error(err))
@@ -436,9 +466,13 @@ class Exchange:
         sse = SSEDecoder()
         dec = target.stream_decoder()
         events: list[c.StreamEvent] = []
-        async for chunk in self._chunks(resp, up.stream_idle_timeout):
+
+        async def collect(chunk: bytes) -> bool:
             for e in sse.decode(chunk):
                 events.extend(dec.feed(e))
+            return False
+
+        await self._pump(resp, up, collect)
         for e in sse.flush():
             events.extend(dec.feed(e))
         events.extend(dec.close())
@@ -457,9 +491,6 @@ class Exchange:
         await self._start(200, [*_SSE_HEADERS, *self._translation_headers(resp)])
         done = False
         open_tools: set[int] = set()
-
-        def tool_limit() -> float | None:
-            return up.tool_stall_timeout if open_tools else None
 
         def emit(events: list[c.StreamEvent], out: bytearray) -> bool:
             for ev in events:
@@ -487,7 +518,9 @@ class Exchange:
             else:
                 sse = SSEDecoder()
                 dec = target.stream_decoder()
-                async for chunk in self._chunks(resp, up.stream_idle_timeout, tool_limit):
+
+                async def translate(chunk: bytes) -> bool:
+                    nonlocal done
                     for e in sse.decode(chunk):
                         if emit(dec.feed(e), out):
                             done = True
@@ -495,8 +528,9 @@ class Exchange:
                     if out:
                         await self._body(bytes(out))
                         out.clear()
-                    if done:
-                        break
+                    return done
+
+                await self._pump(resp, up, translate, lambda: bool(open_tools))
                 if not done:
                     for e in sse.flush():
                         if emit(dec.feed(e), out):
