@@ -222,7 +222,10 @@ class HttpTransport:
             ) from None
         try:
             chunks = response.aiter_raw() if raw else response.aiter_bytes()
-            yield UpstreamResponse(response.status_code, list(response.headers.raw), _guard(chunks))
+            # Servers write names in any case (Go, Node: "Content-Type"); everything
+            # downstream compares lowercase names, as ASGI has them.
+            headers = [(k.lower(), v) for k, v in response.headers.raw]
+            yield UpstreamResponse(response.status_code, headers, _guard(chunks))
         finally:
             await response.aclose()
 
@@ -311,7 +314,8 @@ async def open_inner(
                     raise ProxyError(502, "inner app failed mid-body", kind="bad_gateway")
 
         try:
-            yield UpstreamResponse(int(start["status"]), list(start.get("headers", [])), chunks())
+            headers = [(bytes(k).lower(), bytes(v)) for k, v in start.get("headers", [])]
+            yield UpstreamResponse(int(start["status"]), headers, chunks())
         finally:
             finished.set()
             tg.cancel_scope.cancel()

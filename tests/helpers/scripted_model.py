@@ -1,18 +1,26 @@
 """A scripted fake model for driving the real coding-agent CLIs (Claude Code, Codex).
 
-An ASGI app that speaks ONE protocol natively (the upstream side of the middleware).
-Given the conversation it:
+``ScriptedModel`` is an ASGI app that speaks ONE protocol natively (it sits behind the
+middleware as its upstream). Given the conversation it:
 
-1. answers with a call to the CLI's shell tool running ``command`` when the request
-   declares such a tool and holds no result of that call yet;
-2. once the request contains the tool's result, answers with a final text quoting the
-   tool output (``FINAL_PREFIX`` + output);
-3. answers anything else (title generation and other side requests) with plain text.
+1. makes the tool calls of ``pre_steps``, one per turn, when the request declares those
+   tools (e.g. Codex's freeform ``apply_patch``, Claude Code's ``ToolSearch``);
+2. then calls the CLI's shell tool (``Bash``, ``exec_command``, ...) running ``command``;
+3. once the request holds that result, answers with a final text quoting the tool
+   output (``FINAL_PREFIX`` + output);
+4. answers anything else (side requests such as title generation) with plain text.
 
-Answers are canonical responses written by the protocol's own codec — JSON, or streamed
-through ``unfold`` + the codec's stream encoder when the request asks for a stream —
-so the wire is exactly what the translators produce. Every exchange is recorded
-(``exchanges``) so tests can show what the CLI sent when something breaks.
+Turns are counted from the results of our own calls (their ids start with
+``CALL_ID_PREFIX``) found in the conversation, so the model is a pure function of the
+request and a client retry gets the same answer.
+
+Answers are canonical responses written by the protocol's own codec: JSON, or, when the
+request asks for a stream, ``unfold`` + the codec's stream encoder (deltas cut small),
+so the wire is exactly what the real API's shape is as the translators know it. Every
+exchange is recorded so a failing test can show what was sent and answered.
+
+``Recorder`` wraps any ASGI app and records what a client sent and received — the
+test-side logging of the CLI <-> middleware traffic.
 """
 
 from __future__ import annotations
@@ -32,14 +40,16 @@ from proxai_asgi.upstream import Receive, Scope, Send
 
 FINAL_PREFIX = "The command printed: "
 CALL_ID_PREFIX = "call_proxaie2e"
+_JSON_CT = (b"content-type", b"application/json")
+_SSE_CT = (b"content-type", b"text/event-stream; charset=utf-8")
 
 
 def shell_arguments(tool: c.Tool, command: str) -> str | None:
-    """Arguments for the known shell tools of the real CLIs, or None for other tools.
+    """Arguments for the shell tools of the real CLIs, or None for any other tool.
 
     - Claude Code ``Bash``: ``{"command": str, "description": str}``
-    - Codex ``exec_command`` (unified exec): ``{"cmd": str, ...}``
-    - Codex ``shell``: ``{"command": [argv...]}``; ``shell_command``: ``{"command": str}``
+    - Codex ``exec_command`` (unified exec, Codex 0.169): ``{"cmd": str, ...}``
+    - older Codex ``shell``: ``{"command": [argv...]}``; ``shell_command``: ``{"command": str}``
     """
     if tool.kind != "function":
         return None
@@ -78,56 +88,114 @@ class Exchange:
 class ScriptedModel:
     protocol: ProtocolName
     command: str
+    # Tool calls (name, arguments) to make before the shell call, one per turn. For a
+    # freeform (custom) tool the raw input is ``arguments["input"]``.
+    pre_steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Reason before each tool call (an Anthropic thinking block with a signature, a
+    # Responses reasoning item with encrypted_content, Chat reasoning_content), and
+    # check that the CLI replays the opaque carrier intact on the next turn.
+    reasoning: bool = False
+    # Cut this many streamed answers short: a few events, then EOF with no terminal.
+    break_streams: int = 0
+    # Write response header names as many HTTP/1.1 servers do (Go's net/http, Node,
+    # cpp-httplib): ``Content-Type``. Header names are case-insensitive.
+    title_case_headers: bool = False
     exchanges: list[Exchange] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
-    def tool_calls(self) -> int:
-        return sum(
-            1
-            for x in self.exchanges
-            if x.answer and any(isinstance(p, c.ToolCall) for p in x.answer.content)
-        )
-
-    @property
-    def tool_results(self) -> list[str]:
-        return [
-            x.answer.content[0].text[len(FINAL_PREFIX) :]
-            for x in self.exchanges
-            if x.answer
-            and x.answer.content
-            and isinstance(x.answer.content[0], c.Text)
-            and x.answer.content[0].text.startswith(FINAL_PREFIX)
-        ]
+    # ------------------------------------------------------------------ the model
 
     def answer(self, request: c.Request, n: int) -> c.Response:
-        rid = f"scripted{n:04d}"
         results = [
             p
             for m in request.messages
             for p in m.content
             if isinstance(p, c.ToolResult) and p.call_id.startswith(CALL_ID_PREFIX)
         ]
+        if results and self.reasoning:
+            self._check_replay(request)
+        call = self._next_call(request, len(results), f"{CALL_ID_PREFIX}{n:04d}")
         content: list[c.Part]
         stop: c.StopReason = "end_turn"
-        if results:
+        if call is not None:
+            content = [c.Text(text="Running the command."), call]
+            if self.reasoning:
+                content.insert(0, self._reasoning(n))
+            stop = "tool_use"
+        elif results:
             content = [c.Text(text=FINAL_PREFIX + _text_of(results[-1].content).strip())]
         else:
-            call = None
-            for tool in request.tools:
-                args = shell_arguments(tool, self.command)
-                if args is not None:
-                    call = c.ToolCall(id=f"{CALL_ID_PREFIX}{n:04d}", name=tool.name, arguments=args)
-                    break
-            if call is not None:
-                content = [c.Text(text="Running the command."), call]
-                stop = "tool_use"
-            else:
-                content = [c.Text(text="Scripted answer.")]
-        usage = c.Usage(input_tokens=100, output_tokens=10)
+            content = [c.Text(text="Scripted answer.")]
         return c.Response(
-            id=rid, model=request.model, content=content, stop_reason=stop, usage=usage
+            id=f"scripted{n:04d}",
+            model=request.model,
+            content=content,
+            stop_reason=stop,
+            usage=c.Usage(input_tokens=100, output_tokens=10),
         )
+
+    def _next_call(self, request: c.Request, step: int, call_id: str) -> c.ToolCall | None:
+        tools = {t.name: t for t in request.tools}
+        if step < len(self.pre_steps):
+            name, args = self.pre_steps[step]
+            tool = tools.get(name)
+            if tool is None:
+                if request.tools:  # side requests declare no tools; those are fine
+                    self.problems.append(f"step {step}: no tool {name!r} in {sorted(tools)}")
+                return None
+            if tool.kind == "custom":
+                return c.ToolCall(id=call_id, name=name, arguments=args["input"], kind="custom")
+            return c.ToolCall(id=call_id, name=name, arguments=json.dumps(args))
+        if step == len(self.pre_steps):
+            for tool in request.tools:
+                shell = shell_arguments(tool, self.command)
+                if shell is not None:
+                    return c.ToolCall(id=call_id, name=tool.name, arguments=shell)
+        return None
+
+    def _reasoning(self, n: int) -> c.Reasoning:
+        text = "The user wants the marker; I will run the command."
+        if self.protocol == "anthropic_messages":
+            return c.Reasoning(text=text, signature=f"sig-scripted-{n:04d}")
+        if self.protocol == "openai_responses":
+            return c.Reasoning(
+                text=text,
+                summary=True,
+                encrypted_content=f"enc-scripted-{n:04d}",
+                item_id=f"rs_scripted{n:04d}",
+            )
+        return c.Reasoning(text=text)
+
+    def _check_replay(self, request: c.Request) -> None:
+        """Every reasoning carrier this model issued must come back in the history."""
+        replayed = [
+            p
+            for m in request.messages
+            if m.role == "assistant"
+            for p in m.content
+            if isinstance(p, c.Reasoning)
+        ]
+        issued = [
+            p
+            for x in self.exchanges
+            if x.answer and any(isinstance(q, c.ToolCall) for q in x.answer.content)
+            for p in x.answer.content
+            if isinstance(p, c.Reasoning)
+        ]
+        for want in issued:
+            if self.protocol == "anthropic_messages":
+                ok = any(r.signature == want.signature for r in replayed)
+                what = f"thinking signature {want.signature!r}"
+            elif self.protocol == "openai_responses":
+                ok = any(r.encrypted_content == want.encrypted_content for r in replayed)
+                what = f"reasoning encrypted_content {want.encrypted_content!r}"
+            else:
+                continue  # Chat has no carrier to replay
+            if not ok:
+                self.problems.append(f"{what} was not replayed; replayed: {replayed!r}")
+
+    # ------------------------------------------------------------------- ASGI
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -144,57 +212,56 @@ class ScriptedModel:
             n = len(self.exchanges)
         codec = get_codec(self.protocol)
 
-        async def reply(status: int, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> None:
+        async def reply(status: int, ctype: tuple[bytes, bytes], chunks: list[bytes]) -> None:
             ex.status = status
+            headers = [ctype]
+            if self.title_case_headers:
+                headers = [(k.title(), v) for k, v in headers]
             await send({"type": "http.response.start", "status": status, "headers": headers})
             for chunk in chunks:
                 ex.response += chunk
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        json_ct = (b"content-type", b"application/json")
         if scope["method"] != "POST" or scope["path"] != DEFAULT_PATHS[self.protocol]:
             err = ProxyError(404, f"scripted model: no route {scope['path']}", kind="not_found")
-            await reply(404, [json_ct], [codec.encode_error(err)])
+            await reply(404, _JSON_CT, [codec.encode_error(err)])
             return
         try:
             request = codec.decode_request(body, TranslationReport(lossy=True))
         except ProxyError as err:
-            await reply(err.status, [json_ct], [codec.encode_error(err)])
+            await reply(err.status, _JSON_CT, [codec.encode_error(err)])
             return
         ex.decoded = request
         response = ex.answer = self.answer(request, n)
         if not request.stream:
-            await reply(200, [json_ct], [codec.encode_response(response, request)])
+            await reply(200, _JSON_CT, [codec.encode_response(response, request)])
             return
+        events = _small_deltas(unfold(response))
+        with self._lock:
+            broken = self.break_streams > 0
+            self.break_streams -= broken
+        if broken:  # a few events, then EOF before the terminal event
+            first_delta = next(i for i, e in enumerate(events) if isinstance(e, c.BlockDelta))
+            events = events[: first_delta + 1]
         encoder = codec.stream_encoder(request)
-        chunks = []
-        for ev in _split_deltas(unfold(response)):
-            data = encoder.encode(ev)
-            if data:
-                chunks.append(data)
-        await reply(200, [(b"content-type", b"text/event-stream; charset=utf-8")], chunks)
+        chunks = [data for data in map(encoder.encode, events) if data]
+        await reply(200, _SSE_CT, chunks)
 
 
-def _split_deltas(events: list[c.StreamEvent]) -> list[c.StreamEvent]:
-    """Cut text and argument deltas into pieces, as a model streams them."""
+def _small_deltas(events: list[c.StreamEvent]) -> list[c.StreamEvent]:
+    """Cut text and argument deltas into 8-character pieces, as a model streams."""
     out: list[c.StreamEvent] = []
     for ev in events:
         if isinstance(ev, c.BlockDelta) and len(ev.text) > 8:
-            out.extend(c.BlockDelta(index=ev.index, text=p) for p in re.findall(r".{1,8}", ev.text, re.S))
+            pieces = re.findall(r".{1,8}", ev.text, re.S)
+            out.extend(c.BlockDelta(index=ev.index, text=p) for p in pieces)
         else:
             out.append(ev)
     return out
 
 
-def describe(exchanges: list[Any], limit: int = 4000) -> str:
-    """A short transcript for assertion messages."""
-    lines = []
-    for x in exchanges:
-        lines.append(f"--- {x.path} -> {x.status}")
-        lines.append("  request: " + bytes(x.request[:limit]).decode(errors="replace"))
-        lines.append("  response: " + bytes(x.response[:limit]).decode(errors="replace"))
-    return "\n".join(lines)
+# ---------------------------------------------------------------- client logging
 
 
 @dataclass
@@ -205,12 +272,20 @@ class Recorded:
     headers: dict[str, str]
     request: bytes
     status: int = 0
+    response_headers: dict[str, str] = field(default_factory=dict)
     response: bytearray = field(default_factory=bytearray)
+
+    def json(self) -> Any:
+        return json.loads(self.request)
+
+    def line(self) -> str:
+        query = "?" + self.query.decode() if self.query else ""
+        return f"{self.method} {self.path}{query} -> {self.status}"
 
 
 @dataclass
 class Recorder:
-    """ASGI wrapper recording what a client sent and what it got back (test logging)."""
+    """ASGI wrapper recording what a client sent and what it got back."""
 
     app: Any
     seen: list[Recorded] = field(default_factory=list)
@@ -232,14 +307,29 @@ class Recorder:
         async def tee_send(message: Any) -> None:
             if message["type"] == "http.response.start":
                 rec.status = message["status"]
+                rec.response_headers = {
+                    k.decode().lower(): v.decode() for k, v in message.get("headers", [])
+                }
             elif message["type"] == "http.response.body":
                 rec.response += message.get("body", b"")
             await send(message)
 
         await self.app(scope, tee_receive, tee_send)
 
-    def summary(self) -> list[str]:
-        return [
-            f"{r.method} {r.path}{'?' + r.query.decode() if r.query else ''} -> {r.status}"
-            for r in self.seen
-        ]
+
+def transcript(recorder: Recorder, model: ScriptedModel, limit: int = 1500) -> str:
+    """What the CLI sent and received, and what the fake model answered (for failures)."""
+
+    def cut(data: bytes | bytearray) -> str:
+        text = bytes(data).decode(errors="replace")
+        return text if len(text) <= limit else text[: limit // 2] + " ... " + text[-limit // 2 :]
+
+    lines = ["== CLI <-> middleware"]
+    for r in recorder.seen:
+        lines += [f"-- {r.line()}", "   response: " + cut(r.response)]
+    lines.append("== middleware <-> scripted model")
+    for x in model.exchanges:
+        lines += [f"-- POST {x.path} -> {x.status}", "   response: " + cut(x.response)]
+    if model.problems:
+        lines += ["== problems", *model.problems]
+    return "\n".join(lines)
