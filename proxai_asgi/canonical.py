@@ -144,7 +144,10 @@ class Tool(msgspec.Struct, kw_only=True):
     description: str | None = None
     parameters: dict[str, Any] | None = None  # JSON schema (function tools)
     strict: bool | None = None
-    format: dict[str, Any] | None = None  # custom tools: grammar / text format
+    # Custom tools: the input format, always in the Responses shape
+    # (``{type: "text"}`` or ``{type: "grammar", syntax, definition}``); the Chat codec
+    # converts its nested ``{type: "grammar", grammar: {syntax, definition}}`` at its boundary.
+    format: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
 
 
@@ -201,6 +204,7 @@ class Request(msgspec.Struct, kw_only=True):
     metadata: dict[str, str] | None = None
     service_tier: str | None = None
     prompt_cache_key: str | None = None
+    verbosity: str | None = None  # Chat ``verbosity`` / Responses ``text.verbosity``
     # Fields that change the *kind* of answer; a target that cannot honour them
     # rejects (or, in lossy mode, drops and reports).
     n: int | None = None

@@ -3,6 +3,7 @@ with these helpers, in streamed and non-streamed answers alike, so both agree.""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 
@@ -35,3 +36,17 @@ def safe_tool_id(call_id: str, fallback: str) -> str:
     """Anthropic tool ids must match ``^[a-zA-Z0-9_-]+$``."""
     cleaned = _UNSAFE.sub("_", call_id)
     return cleaned or fallback
+
+
+# OpenAI caps ``safety_identifier`` and ``user`` at 128 characters.
+OPENAI_USER_ID_MAX = 128
+
+
+def openai_user_id(user: str) -> str:
+    """An end-user id as OpenAI accepts it. Ids up to 128 characters are sent as they
+    are; a longer one (Claude Code's ``metadata.user_id`` joins a user hash, an account
+    id and a session id) becomes ``"sha256:"`` plus the first 64 hex digits of its
+    SHA-256: 71 characters, and stable, so one user always maps to the same id."""
+    if len(user) <= OPENAI_USER_ID_MAX:
+        return user
+    return "sha256:" + hashlib.sha256(user.encode()).hexdigest()[:64]

@@ -234,7 +234,161 @@ def test_non_streamed_answer_agrees_with_its_streamed_translation(
     assert normalise_usage(streamed) == normalise_usage(whole)
 
 
+_ANTHROPIC_REFUSAL_SSE = [
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_ref1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-up",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 7, "output_tokens": 1},
+        },
+    },
+    {
+        "type": "message_delta",
+        "delta": {
+            "stop_reason": "refusal",
+            "stop_sequence": None,
+            "stop_details": {"type": "refusal", "explanation": "Declined by policy."},
+        },
+        "usage": {"output_tokens": 1},
+    },
+    {"type": "message_stop"},
+]
+_CITE = {
+    "type": "web_search_result_location",
+    "url": "https://example.test/a",
+    "title": "A",
+    "cited_text": "a fact",
+    "encrypted_index": "",
+}
+_ANTHROPIC_CITATIONS_SSE = [
+    _ANTHROPIC_REFUSAL_SSE[0],
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "citations_delta", "citation": _CITE},
+    },
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "A "}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "fact."}},
+    {"type": "content_block_stop", "index": 0},
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 3},
+    },
+    {"type": "message_stop"},
+]
+
+
+def _anthropic_events(frames: list[dict[str, Any]]) -> list[c.StreamEvent]:
+    body = b"".join(f"event: {f['type']}\ndata: {json.dumps(f)}\n\n".encode() for f in frames)
+    dec = get_codec("anthropic_messages").stream_decoder()
+    out: list[c.StreamEvent] = []
+    for e in SSEDecoder().decode(body):
+        out.extend(dec.feed(e))
+    out.extend(dec.close())
+    return out
+
+
+def test_an_anthropic_refusal_explanation_reaches_a_responses_client_alike_both_ways() -> None:
+    """Only stop_details.explanation: a message item with a refusal part, streamed and
+    not, and the two agree."""
+    events = _anthropic_events(_ANTHROPIC_REFUSAL_SSE)
+    streamed = validate("openai_responses", encode_stream("openai_responses", events))
+    whole = json_gist("openai_responses", _non_stream("openai_responses", fold(events)))
+    assert streamed == whole
+    assert whole["status"] == "failed"
+    assert [p for item in whole["output"] for p in item["content"]] == [
+        {"type": "refusal", "refusal": "Declined by policy."}
+    ]
+
+
+def test_anthropic_citations_span_the_whole_text_for_a_responses_client_alike_both_ways() -> None:
+    events = _anthropic_events(_ANTHROPIC_CITATIONS_SSE)
+    streamed = validate("openai_responses", encode_stream("openai_responses", events))
+    whole = json_gist("openai_responses", _non_stream("openai_responses", fold(events)))
+    assert streamed == whole
+    [ann] = whole["output"][0]["content"][0]["annotations"]
+    assert (ann["url"], ann["start_index"], ann["end_index"]) == (
+        "https://example.test/a",
+        0,
+        len("A fact."),
+    )
+
+
 # ---------------------------------------------------------------- requests
+
+
+def _translate_request(
+    client: ProtocolName, target: ProtocolName, body: dict[str, Any], **options: Any
+) -> tuple[dict[str, Any], TranslationReport]:
+    report = TranslationReport()
+    creq = get_codec(client).decode_request(json.dumps(body).encode(), report)
+    out = get_codec(target).encode_request(creq, report, UpstreamOptions(**options))
+    return json.loads(out), report
+
+
+_GRAMMAR = {"syntax": "lark", "definition": "start: /.+/"}
+
+
+def test_a_chat_custom_tool_grammar_reaches_a_responses_upstream_in_the_responses_shape() -> None:
+    chat_tool = {
+        "type": "custom",
+        "custom": {"name": "apply_patch", "format": {"type": "grammar", "grammar": _GRAMMAR}},
+    }
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [chat_tool]}
+    out, _ = _translate_request("openai_chat_completions", "openai_responses", body)
+    assert out["tools"] == [
+        {"type": "custom", "name": "apply_patch", "format": {"type": "grammar", **_GRAMMAR}}
+    ]
+
+
+def test_a_responses_custom_tool_grammar_reaches_a_native_chat_upstream_in_the_chat_shape() -> None:
+    tool = {"type": "custom", "name": "apply_patch", "format": {"type": "grammar", **_GRAMMAR}}
+    body = {"model": "m", "input": "hi", "tools": [tool]}
+    out, _ = _translate_request(
+        "openai_responses", "openai_chat_completions", body, native_custom_tools=True
+    )
+    assert out["tools"] == [
+        {
+            "type": "custom",
+            "custom": {"name": "apply_patch", "format": {"type": "grammar", "grammar": _GRAMMAR}},
+        }
+    ]
+
+
+def test_a_long_claude_code_user_id_reaches_openai_upstreams_as_a_stable_hash() -> None:
+    user_id = "user_" + "f" * 64 + "_account_" + "0" * 36 + "_session_" + "1" * 36
+    body = {
+        "model": "m",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "hi"}],
+        "metadata": {"user_id": user_id},
+    }
+    chat, _ = _translate_request("anthropic_messages", "openai_chat_completions", body)
+    responses, _ = _translate_request("anthropic_messages", "openai_responses", body)
+    assert chat["user"] == responses["safety_identifier"]
+    assert chat["user"].startswith("sha256:") and len(chat["user"]) <= 128
+
+
+def test_claude_codes_adaptive_thinking_sends_no_reasoning_to_openai_upstreams() -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "hi"}],
+        "thinking": {"type": "adaptive"},
+    }
+    chat, report = _translate_request("anthropic_messages", "openai_chat_completions", body)
+    assert "reasoning_effort" not in chat and report.dropped == []
+    responses, report = _translate_request("anthropic_messages", "openai_responses", body)
+    assert "reasoning" not in responses and "include" not in responses
+    assert report.dropped == []
 
 
 REQUEST_CAPTURES = [

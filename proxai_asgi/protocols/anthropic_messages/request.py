@@ -12,7 +12,17 @@ Upstream side (``encode_request``), the reasoning rule:
 - effort ``low``/``medium``/``high``/``xhigh`` -> ``thinking {type: adaptive}`` and
   ``output_config.effort`` (``xhigh`` -> ``max``); a budget is never invented;
 - ``enabled`` alone -> ``thinking {type: adaptive}``;
-- a summary request -> ``thinking.display: "summarized"`` when thinking is on.
+- a summary request -> ``thinking.display: "summarized"`` when thinking is on; when it
+  is not, the summary is dropped and reported (``reasoning.summary``).
+
+Thinking (adaptive or enabled) conflicts with settings Anthropic rejects alongside it.
+Decided per conflict:
+- forced tool use (``tool_choice`` any / tool): the client's ``tool_choice`` is kept and
+  the thinking (with its ``output_config.effort``) is dropped, reported as
+  ``reasoning``. A forced call is an instruction about this turn's answer; thinking is
+  only a way of producing it.
+- otherwise thinking is kept, and the sampling settings it forbids are dropped and
+  reported: a ``temperature`` other than 1, any ``top_k``, a ``top_p`` below 0.95.
 """
 
 from __future__ import annotations
@@ -71,7 +81,10 @@ def _invalid(error: Exception, prefix: str = "") -> ProxyError:
     """A 400 from a msgspec error, its ``$.path`` kept (under ``prefix``) and named."""
     message = str(error)
     if prefix:
-        message = message.replace("`$", f"`$.{prefix}", 1)
+        if "`$" in message:
+            message = message.replace("`$", f"`$.{prefix}", 1)
+        else:  # an error at the root of a converted value names no path
+            message = f"{message} - at `$.{prefix}`"
     m = _PATH.search(message)
     return ProxyError.invalid(message, param=m.group(1) if m else None)
 
@@ -97,7 +110,10 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
     system = _system_in(req.system)
     messages: list[c.Message] = []
+    if not req.messages:
+        raise ProxyError.invalid("messages: at least one message is required", "messages")
     for i, m in enumerate(req.messages):
+        _check_not_empty(m, i, len(req.messages))
         blocks: list[wire.InputBlock] = (
             [wire.TextBlock(text=m.content)] if isinstance(m.content, str) else m.content
         )
@@ -134,6 +150,23 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         user=req.metadata.user_id if req.metadata else None,
         service_tier=req.service_tier,
     )
+
+
+def _check_not_empty(m: wire.InputMessage, i: int, count: int) -> None:
+    """The API's rules: every message but a final assistant one has content, and no
+    text block is empty."""
+    if not m.content and not (m.role == "assistant" and i == count - 1):
+        path = f"messages[{i}].content"
+        raise ProxyError.invalid(
+            f"{path}: all messages must have non-empty content except for the optional "
+            "final assistant message",
+            path,
+        )
+    if not isinstance(m.content, str):
+        for j, b in enumerate(m.content):
+            if isinstance(b, wire.TextBlock) and not b.text:
+                path = f"messages[{i}].content[{j}].text"
+                raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
 
 
 def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
@@ -184,10 +217,16 @@ def _content_in(
     elif isinstance(src, wire.UrlSource):
         doc.url = src.url
     elif isinstance(src, wire.FileSource):
-        doc.file_id = src.file_id
+        # An Anthropic Files-API id means nothing to another provider (an OpenAI
+        # ``file_id`` names an OpenAI file): rejected like a file-source image.
+        raise ProxyError.invalid(
+            f"{path}.source: an Anthropic file reference cannot be translated", f"{path}.source"
+        )
     elif isinstance(src.content, str):
         doc.text = src.content
     else:
+        if any(not isinstance(x, wire.TextBlock) for x in src.content):
+            report.drop("document.content.image")  # a document carries its text only
         doc.text = "\n".join(x.text for x in src.content if isinstance(x, wire.TextBlock))
     return doc
 
@@ -274,6 +313,9 @@ def _tools_in(
             t = msgspec.convert(raw, wire.ToolParam)
         except msgspec.ValidationError as e:
             raise _invalid(e, f"tools[{i}]") from None
+        if t.input_schema is None:  # required by the API for client tools
+            path = f"tools[{i}].input_schema"
+            raise ProxyError.invalid(f"{path}: field required", path)
         for name in raw:
             if name not in _TOOL_FIELDS:
                 report.drop(f"tools.{name}")  # defer_loading, input_examples, ...
@@ -326,12 +368,20 @@ def encode_request(
 ) -> bytes:
     _check_fields(request, report)
     tools = _tools_out(request, report)
-    thinking, effort = _reasoning_out(request.reasoning)
+    tool_choice = _tool_choice_out(request, tools, report)
+    thinking, effort = _reasoning_out(request.reasoning, report)
     fmt = _format_out(request.response_format)
     temperature = request.temperature
     if temperature is not None and temperature > 1.0:
         report.drop("temperature")  # Anthropic's range is 0..1
         temperature = 1.0
+    top_p, top_k = request.top_p, request.top_k
+    thinking_on = thinking is not None and thinking.type != "disabled"
+    if thinking_on and tool_choice is not None and tool_choice.type in ("any", "tool"):
+        report.drop("reasoning")  # forced tool use wins (see the module docstring)
+        thinking, effort, thinking_on = None, None, False
+    if thinking_on:
+        temperature, top_p, top_k = _sampling_with_thinking(temperature, top_p, top_k, report)
     body = wire.UpstreamRequest(
         model=request.model,
         messages=_messages_out(request.messages, report),
@@ -339,12 +389,12 @@ def encode_request(
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
-        top_p=request.top_p,
-        top_k=request.top_k,
+        top_p=top_p,
+        top_k=top_k,
         stream=True if request.stream else None,
         metadata=wire.Metadata(user_id=request.user) if request.user else None,
         tools=tools or None,
-        tool_choice=_tool_choice_out(request, bool(tools), report),
+        tool_choice=tool_choice,
         thinking=thinking,
         output_config=wire.OutputConfig(effort=effort, format=fmt) if effort or fmt else None,
         service_tier=(
@@ -371,6 +421,8 @@ def _check_fields(request: c.Request, report: TranslationReport) -> None:
         report.reject("background", "Anthropic Messages has no background responses")
     if request.prompt_cache_key is not None:
         report.drop("prompt_cache_key")
+    if request.verbosity is not None:
+        report.drop("verbosity")
     if request.metadata:
         report.drop("metadata")
     if request.service_tier is not None and request.service_tier not in ("auto", "standard_only"):
@@ -624,20 +676,23 @@ def _tools_out(
 
 
 def _tool_choice_out(
-    request: c.Request, has_tools: bool, report: TranslationReport
+    request: c.Request, tools: list[wire.ToolParam | dict[str, Any]], report: TranslationReport
 ) -> wire.ToolChoice | None:
     tc = request.tool_choice
-    if not has_tools:
+    if not tools:
         if tc is not None:
             report.drop("tool_choice")
         return None
     choice: wire.ToolChoice | None = None
     if tc is not None:
         if tc.mode == "tool":
+            names = {t.name if isinstance(t, wire.ToolParam) else t.get("name") for t in tools}
             if tc.kind == "custom":
                 report.reject(
                     "tool_choice", "a custom (freeform) tool cannot be forced on Anthropic"
                 )
+            elif tc.name not in names:
+                report.drop("tool_choice")  # it names a tool that was dropped
             else:
                 choice = wire.ToolChoice(type="tool", name=tc.name)
         else:
@@ -651,22 +706,49 @@ def _tool_choice_out(
 
 
 def _reasoning_out(
-    rc: c.ReasoningConfig | None,
+    rc: c.ReasoningConfig | None, report: TranslationReport
 ) -> tuple[wire.ThinkingConfig | None, wire.Effort | None]:
     if rc is None:
         return None, None
     effort = _EFFORT_OUT.get(rc.effort) if rc.effort else None
+    summary = bool(rc.summary and rc.summary != "none")
     if rc.enabled is False or rc.effort in ("none", "minimal"):
+        if summary:
+            report.drop("reasoning.summary")  # no thinking to summarise
         return wire.ThinkingConfig(type="disabled"), None
     if rc.budget_tokens is not None:
         thinking = wire.ThinkingConfig(type="enabled", budget_tokens=rc.budget_tokens)
     elif effort is not None or rc.enabled:
         thinking = wire.ThinkingConfig(type="adaptive")
     else:
+        if summary:
+            report.drop("reasoning.summary")  # a summary alone does not turn thinking on
         return None, None
-    if rc.summary and rc.summary != "none":
+    if summary:
         thinking.display = "summarized"
     return thinking, effort
+
+
+# Anthropic rejects thinking together with forced tool use (tool_choice any/tool), a
+# temperature other than 1, any top_k, and a top_p below 0.95.
+_THINKING_MIN_TOP_P = 0.95
+
+
+def _sampling_with_thinking(
+    temperature: float | None, top_p: float | None, top_k: int | None, report: TranslationReport
+) -> tuple[float | None, float | None, int | None]:
+    """Sampling settings Anthropic allows alongside thinking; each one removed is
+    reported. Thinking was kept, so the settings that conflict with it go."""
+    if temperature is not None and temperature != 1.0:
+        report.drop("temperature")
+        temperature = None
+    if top_k is not None:
+        report.drop("top_k")
+        top_k = None
+    if top_p is not None and top_p < _THINKING_MIN_TOP_P:
+        report.drop("top_p")
+        top_p = None
+    return temperature, top_p, top_k
 
 
 def _format_out(rf: c.ResponseFormat | None) -> wire.JsonSchemaFormat | None:

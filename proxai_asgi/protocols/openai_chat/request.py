@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
+from ... import ids
 from ...codec import UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import wire as w
@@ -177,6 +178,22 @@ def _assistant(
     return c.Message(role="assistant", content=parts)
 
 
+def format_in(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A Chat custom-tool ``format`` in the canonical (Responses) shape: Chat nests the
+    grammar, ``{type: grammar, grammar: {syntax, definition}}``; canonical is flat,
+    ``{type: grammar, syntax, definition}``. ``{type: text}`` is the same in both."""
+    if fmt is None or fmt.get("type") != "grammar" or not isinstance(fmt.get("grammar"), dict):
+        return fmt
+    return {"type": "grammar", **fmt["grammar"]}
+
+
+def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A canonical custom-tool ``format`` in Chat's nested grammar shape."""
+    if fmt is None or fmt.get("type") != "grammar" or "grammar" in fmt:
+        return fmt
+    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
+
+
 def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
     tools: list[c.Tool] = []
     for i, t in enumerate(req.tools or ()):
@@ -198,7 +215,7 @@ def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
                     name=t.custom.name,
                     kind="custom",
                     description=t.custom.description,
-                    format=t.custom.format,
+                    format=format_in(t.custom.format),
                 )
             )
         else:
@@ -320,6 +337,17 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     elif req.stop:
         stop = list(req.stop)
 
+    # Audio output is a different kind of answer: no other protocol can give it.
+    if req.modalities is not None and "audio" in req.modalities:
+        report.reject("modalities", "audio output is only available from Chat Completions")
+    if req.audio is not None:
+        report.reject("audio", "audio output is only available from Chat Completions")
+
+    # ``safety_identifier`` replaces ``user``: it wins when both are sent.
+    user = req.safety_identifier if req.safety_identifier is not None else req.user
+    if req.user is not None and user != req.user:
+        report.drop("user")
+
     return c.Request(
         model=req.model,
         messages=messages,
@@ -339,10 +367,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         reasoning=c.ReasoningConfig(effort=req.reasoning_effort)
         if req.reasoning_effort is not None
         else None,
-        user=req.user if req.user is not None else req.safety_identifier,
+        user=user,
         metadata=req.metadata,
         service_tier=req.service_tier,
         prompt_cache_key=req.prompt_cache_key,
+        verbosity=req.verbosity,
         n=req.n,
         logprobs=req.logprobs,
         top_logprobs=req.top_logprobs,
@@ -356,8 +385,11 @@ _SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
 
 def effort_for(reasoning: c.ReasoningConfig | None) -> str | None:
     """``reasoning_effort`` for a canonical reasoning config. A bare token budget maps
-    to a bucket: under 2048 -> low, under 8192 -> medium, else high."""
-    if reasoning is None:
+    to a bucket: under 2048 -> low, under 8192 -> medium, else high. Thinking switched
+    off (Anthropic ``disabled``: older reasoning models reject ``none``) and thinking on
+    with neither effort nor budget (Anthropic ``adaptive``: the model decides; models
+    without reasoning reject the field) send none."""
+    if reasoning is None or reasoning.enabled is False:
         return None
     effort = reasoning.effort
     if effort == "max":
@@ -549,7 +581,9 @@ def encode_request(
             tools.append(
                 w.ToolDef(
                     type="custom",
-                    custom=w.CustomDef(name=t.name, description=t.description, format=t.format),
+                    custom=w.CustomDef(
+                        name=t.name, description=t.description, format=format_out(t.format)
+                    ),
                 )
             )
         else:
@@ -573,6 +607,12 @@ def encode_request(
         if not tools:
             if tc.mode != "none" and tc.mode != "auto":
                 report.drop("tool_choice")
+        elif (
+            tc.mode == "tool"
+            and tc.name is not None
+            and tc.name not in {t.name for t in request.tools}
+        ):
+            report.drop("tool_choice")  # it names a tool that was dropped (a hosted one)
         elif tc.mode == "tool" and tc.name is not None:
             ref = w.NamedRef(name=tc.name)
             tool_choice = (
@@ -601,8 +641,11 @@ def encode_request(
         else:
             response_format = w.ResponseFormat(type=rf.type)
 
-    if request.reasoning is not None and request.reasoning.summary is not None:
-        report.drop("reasoning.summary")
+    if request.reasoning is not None:
+        if request.reasoning.enabled is False:
+            report.drop("reasoning")  # thinking off: sent as no reasoning_effort at all
+        if request.reasoning.summary is not None:
+            report.drop("reasoning.summary")
 
     service_tier = request.service_tier
     if service_tier is not None and service_tier not in _SERVICE_TIERS:
@@ -619,14 +662,16 @@ def encode_request(
         top_p=request.top_p,
         stop=list(request.stop) or None,
         n=request.n,
-        logprobs=request.logprobs,
+        # Chat returns top_logprobs only with logprobs on (and 400s without it).
+        logprobs=True if request.top_logprobs is not None else request.logprobs,
         top_logprobs=request.top_logprobs,
         response_format=response_format,
         reasoning_effort=effort_for(request.reasoning),
-        user=request.user,
+        user=ids.openai_user_id(request.user) if request.user is not None else None,
         metadata=request.metadata,
         service_tier=service_tier,
         prompt_cache_key=request.prompt_cache_key,
+        verbosity=request.verbosity,
     )
     if request.max_tokens is not None:
         if options.chat_max_tokens_field == "max_tokens":

@@ -37,10 +37,12 @@ def usage_from_wire(u: w.Usage | None) -> c.Usage:
     if u is None:
         return c.Usage()
     ptd, ctd = u.prompt_tokens_details, u.completion_tokens_details
+    written = ptd.cache_write_tokens if ptd is not None else None
     return c.Usage(
         input_tokens=u.prompt_tokens,
         output_tokens=u.completion_tokens,
         cached_tokens=(ptd.cached_tokens or 0) if ptd is not None else 0,
+        cache_creation_tokens=written if isinstance(written, int) else 0,
         reasoning_tokens=(ctd.reasoning_tokens or 0) if ctd is not None else 0,
     )
 
@@ -50,7 +52,10 @@ def usage_to_wire(u: c.Usage) -> w.Usage:
         prompt_tokens=u.input_tokens,
         completion_tokens=u.output_tokens,
         total_tokens=u.input_tokens + u.output_tokens,
-        prompt_tokens_details=w.PromptTokensDetails(cached_tokens=u.cached_tokens),
+        prompt_tokens_details=w.PromptTokensDetails(
+            cached_tokens=u.cached_tokens,
+            cache_write_tokens=u.cache_creation_tokens or msgspec.UNSET,
+        ),
         completion_tokens_details=w.CompletionTokensDetails(reasoning_tokens=u.reasoning_tokens),
     )
 

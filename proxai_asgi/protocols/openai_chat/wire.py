@@ -199,6 +199,9 @@ class ChatRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     metadata: dict[str, str] | None = None
     service_tier: str | None = None
     prompt_cache_key: str | None = None
+    verbosity: str | None = None
+    modalities: list[str] | None = None  # ["audio"]: rejected toward other protocols
+    audio: Any = None  # audio output parameters: likewise
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None
 
@@ -210,6 +213,8 @@ REQUEST_FIELDS: frozenset[str] = frozenset(ChatRequest.__struct_fields__)
 
 class PromptTokensDetails(msgspec.Struct, kw_only=True):
     cached_tokens: int | None = 0
+    # Prompt tokens written to cache; written to clients only when there were some.
+    cache_write_tokens: int | UnsetType | None = UNSET
 
 
 class CompletionTokensDetails(msgspec.Struct, kw_only=True):

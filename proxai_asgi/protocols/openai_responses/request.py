@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import reasoning_carry
+from ... import ids, reasoning_carry
 from ...codec import UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import wire as w
@@ -107,6 +107,8 @@ def _decode(decoder: msgspec.json.Decoder[T], raw: Raw | bytes, path: str) -> T:
         return decoder.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
         raise _invalid(e, path) from None
+    except UnicodeDecodeError as e:  # a Raw slice of the body holding invalid UTF-8
+        raise _invalid(ValueError(f"the request body is not valid UTF-8 JSON: {e}"), path) from None
 
 
 # =================================================================== client -> canonical
@@ -164,8 +166,6 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
     response_format = None
     if req.text is not None:
-        if req.text.verbosity is not None:
-            report.drop("text.verbosity")
         f = req.text.format
         if f is not None:
             response_format = c.ResponseFormat(
@@ -183,6 +183,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             summary=req.reasoning.summary or req.reasoning.generate_summary,
         )
 
+    # ``safety_identifier`` replaces ``user``: it wins when both are sent.
+    user = req.safety_identifier if req.safety_identifier is not None else req.user
+    if req.user is not None and user != req.user:
+        report.drop("user")
+
     return c.Request(
         model=req.model,
         messages=messages,
@@ -197,10 +202,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         stream=bool(req.stream),
         response_format=response_format,
         reasoning=reasoning,
-        user=req.safety_identifier or req.user,
+        user=user,
         metadata=req.metadata,
         service_tier=req.service_tier,
         prompt_cache_key=req.prompt_cache_key,
+        verbosity=req.text.verbosity if req.text is not None else None,
         previous_response_id=req.previous_response_id,
         background=req.background,
         top_logprobs=req.top_logprobs,
@@ -228,7 +234,7 @@ def _tool_choice(
         return c.ToolChoice(mode="tool", name=choice.name, kind=choice.type)  # type: ignore[arg-type]
     if choice.type == "allowed_tools":
         # The subset of allowed tools has no canonical shape: keep the mode only.
-        report.drop("tool_choice.tools")
+        report.drop("tool_choice.allowed_tools")
         return c.ToolChoice(mode="required" if choice.mode == "required" else "auto")
     # A hosted tool choice ({type: "web_search_preview"} ...): let the model choose.
     report.drop("tool_choice")
@@ -430,8 +436,12 @@ def encode_request(
 ) -> bytes:
     if request.n is not None and request.n > 1:
         report.reject("n", "the Responses API returns a single answer per request")
+    top_logprobs = request.top_logprobs
     if request.logprobs:
         report.reject("logprobs", "log probabilities are not translated to the Responses API")
+        if top_logprobs is not None:  # lossy mode: never sent without its logprobs
+            report.drop("top_logprobs")
+            top_logprobs = None
     if request.stop:
         report.drop("stop")
     if request.top_k is not None:
@@ -466,14 +476,18 @@ def encode_request(
 
     tool_choice: Any = None
     parallel: bool | None = None
+    tc = request.tool_choice
     if tools:
         parallel = request.parallel_tool_calls
-        tc = request.tool_choice
         if tc is not None:
-            if tc.mode == "tool" and tc.name:
+            if tc.mode == "tool" and tc.name not in {t.name for t in request.tools}:
+                report.drop("tool_choice")  # it names a tool that was dropped (a hosted one)
+            elif tc.mode == "tool" and tc.name:
                 tool_choice = w.NamedToolChoice(type=tc.kind, name=tc.name)
             elif tc.mode != "tool":
                 tool_choice = tc.mode
+    elif tc is not None and tc.mode not in ("auto", "none"):
+        report.drop("tool_choice")  # nothing to require or name without tools
 
     text = None
     rf = request.response_format
@@ -489,23 +503,15 @@ def encode_request(
         )
     elif rf is not None and rf.type == "json_object":
         text = w.TextConfig(format=w.TextFormat(type="json_object"))
+    if request.verbosity is not None:
+        text = text or w.TextConfig()
+        text.verbosity = request.verbosity
 
-    reasoning = None
-    include = None
-    rc = request.reasoning
-    if rc is not None and (rc.enabled is not False or rc.effort is not None):
-        effort = rc.effort
-        if effort is None and rc.budget_tokens is not None:
-            effort = effort_for_budget(rc.budget_tokens)
-        # An explicit "think" request (Anthropic thinking) wants the reasoning text:
-        # Responses only shows it as a summary.
-        summary = rc.summary or ("auto" if rc.enabled else None)
-        reasoning = w.ReasoningParam(effort=effort, summary=summary)
-        if effort != "none":
-            include = ["reasoning.encrypted_content"]
+    reasoning, include = _reasoning_param(request.reasoning, report)
 
     max_tokens = request.max_tokens
     if max_tokens is not None and max_tokens < MIN_OUTPUT_TOKENS:
+        report.drop("max_tokens")  # clamped, not dropped: the API's minimum is 16
         max_tokens = MIN_OUTPUT_TOKENS
 
     service_tier = request.service_tier
@@ -530,13 +536,47 @@ def encode_request(
         include=include,
         prompt_cache_key=request.prompt_cache_key,
         metadata=request.metadata,
-        safety_identifier=request.user,
+        safety_identifier=ids.openai_user_id(request.user) if request.user is not None else None,
         service_tier=service_tier,
         previous_response_id=request.previous_response_id,
         background=request.background,
-        top_logprobs=request.top_logprobs,
+        top_logprobs=top_logprobs,
     )
     return w.json_encoder.encode(body)
+
+
+def _reasoning_param(
+    rc: c.ReasoningConfig | None, report: TranslationReport
+) -> tuple[w.ReasoningParam | None, list[str] | None]:
+    """``reasoning`` and ``include`` for a canonical reasoning config.
+
+    - An effort, or a thinking budget (as its effort bucket), is sent as
+      ``reasoning.effort``, with the encrypted reasoning included unless it is ``none``.
+      Thinking asked for explicitly (Anthropic ``enabled``) also asks for a summary:
+      Responses shows reasoning text only as one.
+    - Thinking switched off (Anthropic ``disabled``) sends no reasoning and is reported
+      as ``reasoning``: older reasoning models reject effort ``none``.
+    - Thinking on with neither effort nor budget (Anthropic ``adaptive``) means "the
+      model decides": no reasoning and no ``include`` (models without reasoning reject
+      ``reasoning.summary``); a summary asked for with it is reported.
+    """
+    if rc is None:
+        return None, None
+    effort = rc.effort
+    if effort is None and rc.budget_tokens is not None:
+        effort = effort_for_budget(rc.budget_tokens)
+    if rc.enabled is False:
+        report.drop("reasoning")
+        return None, None
+    if effort is None and rc.enabled:
+        if rc.summary is not None:
+            report.drop("reasoning.summary")
+        return None, None
+    if effort is None and rc.summary is None:
+        return None, None
+    summary = rc.summary or ("auto" if rc.enabled else None)
+    include = ["reasoning.encrypted_content"] if effort != "none" else None
+    return w.ReasoningParam(effort=effort, summary=summary), include
 
 
 def _input_items(messages: list[c.Message], report: TranslationReport) -> list[Any]:
@@ -549,6 +589,8 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
             if isinstance(p, c.Text):
                 if p.cache_control:
                     report.drop("cache_control")
+                if p.citations and assistant:
+                    report.drop("assistant.citations")
                 pending.append(
                     w.AssistantText(text=p.text) if assistant else w.InputText(text=p.text)
                 )
@@ -602,6 +644,8 @@ def _item_out(p: c.Reasoning | c.ToolCall | c.ToolResult, report: TranslationRep
     if isinstance(p, c.ToolResult):
         if p.cache_control:
             report.drop("cache_control")
+        if p.is_error:
+            report.drop("tool_result.is_error")  # the error text stays in the output
         output = _tool_output(p.content, report)
         if p.kind == "custom":
             return w.CustomToolCallOutputItem(call_id=p.call_id, output=output)

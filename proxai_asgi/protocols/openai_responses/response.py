@@ -165,17 +165,38 @@ def terminal_status(stop: c.StopReason | None) -> str:
     return policy.responses_status(stop) if stop is not None else "completed"
 
 
-def citation_out(cite: c.Citation) -> w.UrlCitation:
+def citation_out(cite: c.Citation, text_len: int) -> w.UrlCitation:
+    """A citation as a url_citation annotation of a text part ``text_len`` long. One
+    without offsets (Anthropic's) spans the whole part, as in the Chat codec."""
     return w.UrlCitation(
         url=cite.url,
         title=cite.title or "",
-        start_index=cite.start_index or 0,
-        end_index=cite.end_index or 0,
+        start_index=cite.start_index if cite.start_index is not None else 0,
+        end_index=cite.end_index if cite.end_index is not None else text_len,
     )
 
 
+def spans_whole_part(cite: c.Citation) -> bool:
+    """A citation whose span is the whole text part, known only once the part ends: a
+    stream announces it then, after the citations that carry their own offsets."""
+    return cite.end_index is None
+
+
 def text_part(text: str, citations: list[c.Citation] | None) -> w.OutputText:
-    return w.OutputText(text=text, annotations=[citation_out(x) for x in citations or ()])
+    ordered = sorted(citations or (), key=spans_whole_part)  # the stream's order
+    return w.OutputText(text=text, annotations=[citation_out(x, len(text)) for x in ordered])
+
+
+def refusal_message(response_id: str, n: int, explanation: str) -> w.OutputMessage:
+    """A refusal with no wording of its own (Anthropic ``stop_reason: refusal`` with only
+    ``stop_details.explanation``): a message item whose refusal part is the explanation."""
+    return message_item(response_id, n, [w.OutputRefusal(refusal=explanation)], "completed")
+
+
+def shows_explanation(stop: c.StopReason | None, explanation: str | None, shown: bool) -> bool:
+    """Whether a refusal's explanation becomes the answer: the answer is a refusal, it
+    has an explanation, and no text or refusal part was shown."""
+    return stop == "refusal" and bool(explanation) and not shown
 
 
 def reasoning_item_id(item_id: str | None, response_id: str, n: int) -> str:
@@ -273,7 +294,9 @@ class ResponseShell:
         )
         self.temperature = request.temperature
         self.top_p = request.top_p
-        self.text = w.TextConfig(format=_format_out(request.response_format))
+        self.text = w.TextConfig(
+            format=_format_out(request.response_format), verbosity=request.verbosity
+        )
         self.tool_choice = _tool_choice_out(request.tool_choice)
 
     def build(
@@ -369,6 +392,9 @@ def output_items(response: c.Response, status: str) -> list[w.OutputItem]:
         # A truncated answer leaves its last message incomplete (the stream closes that
         # message only at its terminal event, with the same status).
         items.append(message_item(rid, len(items), parts, message_status(status)))
+    shown = any(isinstance(p, (c.Text, c.Refusal)) and p.text for p in response.content)
+    if shows_explanation(response.stop_reason, response.refusal_explanation, shown):
+        items.append(refusal_message(rid, len(items), response.refusal_explanation or ""))
     return items
 
 

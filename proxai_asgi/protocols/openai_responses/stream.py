@@ -105,7 +105,9 @@ class ResponsesStreamDecoder:
             raise self._violation(f"malformed {kind} event: {e}") from None
         except msgspec.DecodeError as e:
             raise self._violation(f"malformed JSON in the upstream stream: {e}") from None
-        handler = _HANDLERS.get(ev.type or event.event or "")
+        if not ev.type and event.event:
+            ev.type = event.event  # handlers read the type; the SSE event name stands in
+        handler = _HANDLERS.get(ev.type or "")
         if handler is None:
             return []
         try:
@@ -558,7 +560,7 @@ class _TextBlock:
     """A text or refusal block: a content part of a message item, opened at its first
     non-empty delta (a block that never has text emits nothing)."""
 
-    __slots__ = ("chunks", "ci", "citations", "msg", "refusal")
+    __slots__ = ("chunks", "ci", "citations", "msg", "refusal", "whole_part_citations")
 
     def __init__(self, refusal: bool) -> None:
         self.refusal = refusal
@@ -566,6 +568,8 @@ class _TextBlock:
         self.ci = 0
         self.chunks: list[str] = []
         self.citations: list[w.UrlCitation] = []
+        # Citations without offsets: they span the whole part, announced when it ends.
+        self.whole_part_citations: list[c.Citation] = []
 
 
 class _ReasoningBlock:
@@ -665,6 +669,7 @@ class ResponsesStreamEncoder:
         self._blocks: dict[int, _Block] = {}
         self._items: list[w.OutputItem | None] = []  # by output_index; None while open
         self._msg: _Message | None = None  # the latest message item, while reusable
+        self._shown = False  # a text or refusal part was announced
 
     # ------------------------------------------------------------------ entry point
 
@@ -737,6 +742,8 @@ class ResponsesStreamEncoder:
     def _finish(self, ev: c.Finish) -> bytes:
         status = r.terminal_status(ev.stop_reason)
         out = self._close_all(r.message_status(status))
+        if r.shows_explanation(ev.stop_reason, ev.refusal_explanation, self._shown):
+            out += self._refusal_explanation(ev.refusal_explanation or "")
         snap = self._snapshot(status, usage=ev.usage, stop=ev.stop_reason)
         self.phase = EncoderPhase.CLOSED
         terminal = _TERMINAL_EVENT[status](response=snap, sequence_number=self._next())
@@ -755,6 +762,26 @@ class ResponsesStreamEncoder:
         snap = self._snapshot("failed", error=error)
         self.phase = EncoderPhase.CLOSED
         return out + self._frame(w.ResponseFailed(response=snap, sequence_number=self._next()))
+
+    def _refusal_explanation(self, text: str) -> bytes:
+        """A refusal with nothing shown: a message item whose refusal part is the
+        explanation (the non-streamed answer's ``r.refusal_message``)."""
+        block = _TextBlock(refusal=True)
+        out = self._open_text(block)
+        msg = block.msg
+        assert msg is not None
+        out += self._frame(
+            w.RefusalDelta(
+                item_id=msg.item_id,
+                output_index=msg.n,
+                content_index=block.ci,
+                delta=text,
+                sequence_number=self._next(),
+            )
+        )
+        out += self._text_stop(block, text, "completed")
+        self._msg = None
+        return out + self._message_done(msg, "completed")
 
     def _close_all(self, status: str) -> bytes:
         """Close every block and item still open, in output order."""
@@ -911,6 +938,7 @@ class ResponsesStreamEncoder:
         block.ci = len(msg.parts)
         msg.parts.append(None)
         msg.open_parts += 1
+        self._shown = True
         part: w.OutputText | w.OutputRefusal = (
             w.OutputRefusal(refusal="") if block.refusal else w.OutputText(text="")
         )
@@ -945,7 +973,10 @@ class ResponsesStreamEncoder:
             return b""
         out = b""
         for cite in ev.citations:
-            ann = r.citation_out(cite)
+            if r.spans_whole_part(cite):
+                block.whole_part_citations.append(cite)
+                continue
+            ann = r.citation_out(cite, 0)
             block.citations.append(ann)
             if block.msg is not None:  # else announced when the part opens
                 out += self._annotation(block, block.msg, len(block.citations) - 1, ann)
@@ -1048,8 +1079,13 @@ class ResponsesStreamEncoder:
                 )
             )
         else:
+            out = b""
+            for cite in block.whole_part_citations:
+                ann = r.citation_out(cite, len(text))
+                block.citations.append(ann)
+                out += self._annotation(block, msg, len(block.citations) - 1, ann)
             part = w.OutputText(text=text, annotations=block.citations)
-            out = self._frame(
+            out += self._frame(
                 w.OutputTextDone(
                     item_id=msg.item_id,
                     output_index=msg.n,

@@ -178,17 +178,40 @@ def test_documents_become_files_with_title_as_filename() -> None:
             "source": {"type": "content", "content": [{"type": "text", "text": "C1"}]},
         },
         {"type": "document", "source": {"type": "content", "content": "C2"}},
-        {"type": "document", "source": {"type": "file", "file_id": "file_9"}},
     ]
-    r, _ = decode_req(body(messages=[{"role": "user", "content": docs}]))
+    r, report = decode_req(body(messages=[{"role": "user", "content": docs}]))
     assert r.messages[0].content == [
         c.File(data="JVBERi0", media_type="application/pdf", filename="paper.pdf"),
         c.File(url="https://x/a.pdf"),
         c.File(text="T", media_type="text/plain"),
         c.File(text="C1"),
         c.File(text="C2"),
-        c.File(file_id="file_9"),
     ]
+    assert report.dropped == []
+
+
+def test_a_file_source_document_is_rejected_because_its_id_is_an_anthropic_files_api_id() -> None:
+    """Passed on as an OpenAI ``file_id`` it would name a file OpenAI never had; a
+    file-source image is rejected the same way."""
+    doc = {"type": "document", "source": {"type": "file", "file_id": "file_9"}}
+    err = _raises_400(body(messages=[{"role": "user", "content": [doc]}]))
+    assert err.param == "messages[0].content[0].source"
+
+
+def test_images_inside_a_content_source_document_are_dropped_and_reported() -> None:
+    doc = {
+        "type": "document",
+        "source": {
+            "type": "content",
+            "content": [
+                {"type": "text", "text": "C1"},
+                {"type": "image", "source": {"type": "url", "url": "https://x/i.png"}},
+            ],
+        },
+    }
+    r, report = decode_req(body(messages=[{"role": "user", "content": [doc]}]))
+    assert r.messages[0].content == [c.File(text="C1")]
+    assert report.dropped == ["document.content.image"]
 
 
 def test_assistant_tool_use_becomes_a_tool_call_with_json_arguments() -> None:

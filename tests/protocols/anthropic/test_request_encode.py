@@ -446,6 +446,109 @@ def test_reasoning_rule_never_invents_a_budget(
 
 
 @pytest.mark.parametrize(
+    "rc",
+    [
+        c.ReasoningConfig(summary="detailed"),
+        c.ReasoningConfig(effort="none", summary="auto"),
+    ],
+)
+def test_a_reasoning_summary_without_thinking_on_is_dropped_and_reported(
+    rc: c.ReasoningConfig,
+) -> None:
+    out, report = encode_req(req(reasoning=rc))
+    assert out.get("thinking") in (None, {"type": "disabled"})
+    assert report.dropped == ["reasoning.summary"]
+
+
+_TOOLS = [c.Tool(name="f", parameters={"type": "object"})]
+
+
+@pytest.mark.parametrize(
+    ("choice", "wire"),
+    [
+        (c.ToolChoice(mode="required"), {"type": "any"}),
+        (c.ToolChoice(mode="tool", name="f"), {"type": "tool", "name": "f"}),
+    ],
+)
+@pytest.mark.parametrize(
+    "rc",
+    [
+        c.ReasoningConfig(effort="high"),
+        c.ReasoningConfig(enabled=True),
+        c.ReasoningConfig(enabled=True, budget_tokens=2048),
+    ],
+)
+def test_forced_tool_use_keeps_the_tool_choice_and_drops_the_thinking(
+    choice: c.ToolChoice, wire: dict[str, Any], rc: c.ReasoningConfig
+) -> None:
+    """Anthropic rejects thinking with tool_choice any/tool: the forced call wins."""
+    out, report = encode_req(req(tools=_TOOLS, tool_choice=choice, reasoning=rc, temperature=0.2))
+    assert out["tool_choice"] == wire
+    assert "thinking" not in out and "output_config" not in out
+    assert out["temperature"] == 0.2  # no thinking left to conflict with
+    assert report.dropped == ["reasoning"]
+
+
+def test_thinking_allows_auto_tool_choice_and_disabled_thinking_allows_forced_use() -> None:
+    out, report = encode_req(
+        req(
+            tools=_TOOLS,
+            tool_choice=c.ToolChoice(mode="auto"),
+            reasoning=c.ReasoningConfig(effort="low"),
+        )
+    )
+    assert out["thinking"] == {"type": "adaptive"} and out["tool_choice"] == {"type": "auto"}
+    out, report = encode_req(
+        req(
+            tools=_TOOLS,
+            tool_choice=c.ToolChoice(mode="required"),
+            reasoning=c.ReasoningConfig(enabled=False),
+        )
+    )
+    assert out["thinking"] == {"type": "disabled"} and out["tool_choice"] == {"type": "any"}
+    assert report.dropped == []
+
+
+@pytest.mark.parametrize(
+    ("sampling", "kept", "dropped"),
+    [
+        ({"temperature": 0.3}, {}, ["temperature"]),
+        ({"temperature": 1.0}, {"temperature": 1.0}, []),
+        ({"temperature": 1.5}, {"temperature": 1.0}, ["temperature"]),  # clamped to 1
+        ({"top_k": 40}, {}, ["top_k"]),
+        ({"top_p": 0.9}, {}, ["top_p"]),
+        ({"top_p": 0.95}, {"top_p": 0.95}, []),
+        ({"top_p": 1.0}, {"top_p": 1.0}, []),
+    ],
+)
+def test_with_thinking_kept_the_sampling_settings_anthropic_forbids_are_dropped_and_reported(
+    sampling: dict[str, Any], kept: dict[str, Any], dropped: list[str]
+) -> None:
+    for rc in (c.ReasoningConfig(enabled=True), c.ReasoningConfig(budget_tokens=2048)):
+        out, report = encode_req(req(reasoning=rc, **sampling))
+        assert "thinking" in out
+        assert {k: out[k] for k in ("temperature", "top_p", "top_k") if k in out} == kept
+        assert report.dropped == dropped
+
+
+def test_without_thinking_sampling_settings_are_sent_as_they_are() -> None:
+    out, report = encode_req(req(temperature=0.3, top_k=40, top_p=0.5))
+    assert (out["temperature"], out["top_k"], out["top_p"]) == (0.3, 40, 0.5)
+    out, report = encode_req(req(temperature=0.3, reasoning=c.ReasoningConfig(enabled=False)))
+    assert out["temperature"] == 0.3 and report.dropped == []
+
+
+def test_a_tool_choice_naming_a_tool_that_is_not_sent_is_dropped_and_reported() -> None:
+    out, report = encode_req(req(tools=_TOOLS, tool_choice=c.ToolChoice(mode="tool", name="gone")))
+    assert "tool_choice" not in out and report.dropped == ["tool_choice"]
+
+
+def test_verbosity_is_dropped_and_reported() -> None:
+    out, report = encode_req(req(verbosity="low"))
+    assert "verbosity" not in out and report.dropped == ["verbosity"]
+
+
+@pytest.mark.parametrize(
     ("rf", "expected"),
     [
         (

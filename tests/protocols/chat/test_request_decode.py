@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -347,8 +348,32 @@ def test_chat_function_and_custom_tool_definitions_map_to_tools() -> None:
     )
     assert r.tools == [
         c.Tool(name="f", description="d", parameters={"type": "object"}, strict=True),
-        c.Tool(name="apply_patch", kind="custom", description="patch", format=grammar),
+        c.Tool(
+            name="apply_patch",
+            kind="custom",
+            description="patch",
+            format={"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
+        ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("chat_format", "canonical_format"),
+    [
+        (
+            {"type": "grammar", "grammar": {"syntax": "regex", "definition": "\\d+"}},
+            {"type": "grammar", "syntax": "regex", "definition": "\\d+"},
+        ),
+        ({"type": "text"}, {"type": "text"}),
+    ],
+)
+def test_chat_custom_tool_grammar_format_becomes_the_flat_canonical_responses_shape(
+    chat_format: dict[str, Any], canonical_format: dict[str, Any]
+) -> None:
+    r, _ = decode_req(
+        body(tools=[{"type": "custom", "custom": {"name": "p", "format": chat_format}}])
+    )
+    assert r.tools[0].format == canonical_format
 
 
 @pytest.mark.parametrize(
@@ -503,11 +528,8 @@ def test_chat_fields_without_cross_protocol_meaning_are_dropped_and_reported() -
         "presence_penalty": 0.1,
         "logit_bias": {"1": 2},
         "seed": 4,
-        "modalities": ["text"],
-        "audio": {"voice": "x", "format": "wav"},
         "prediction": {"type": "content", "content": "x"},
         "web_search_options": {},
-        "verbosity": "low",
         "store": False,
         "some_future_field": True,
     }
@@ -520,6 +542,43 @@ def test_chat_fields_without_cross_protocol_meaning_are_dropped_and_reported() -
     )
     assert set(report.dropped) == set(dropped) | {"stream_options.include_obfuscation"}
     assert r.include_usage is True
+
+
+def test_chat_text_only_modalities_is_the_default_and_needs_no_report() -> None:
+    _, report = decode_req(body(modalities=["text"]))
+    assert report.dropped == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"modalities": ["text", "audio"]}, "modalities"),
+        ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+    ],
+)
+def test_chat_audio_output_is_rejected_because_other_protocols_answer_only_in_text(
+    fields: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(ProxyError) as info:
+        decode_req(body(**fields))
+    assert info.value.status == 400 and info.value.param == param
+    report = TranslationReport(lossy=True)
+    CODEC.decode_request(json.dumps(body(**fields)).encode(), report)
+    assert report.dropped == [param]
+
+
+def test_chat_verbosity_is_carried_into_the_canonical_request() -> None:
+    r, report = decode_req(body(verbosity="low"))
+    assert r.verbosity == "low" and report.dropped == []
+
+
+def test_chat_safety_identifier_wins_over_user_and_the_other_user_is_reported() -> None:
+    r, report = decode_req(body(user="old", safety_identifier="new"))
+    assert r.user == "new" and report.dropped == ["user"]
+    r, report = decode_req(body(user="same", safety_identifier="same"))
+    assert r.user == "same" and report.dropped == []
+    r, report = decode_req(body(user="only"))
+    assert r.user == "only" and report.dropped == []
 
 
 # --------------------------------------------------------------------- bad requests

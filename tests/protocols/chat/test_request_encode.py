@@ -281,9 +281,55 @@ def test_upstream_tools_are_function_and_custom_and_hosted_tools_are_dropped() -
                 "strict": True,
             },
         },
-        {"type": "custom", "custom": {"name": "p", "description": "patch", "format": fmt}},
+        {
+            "type": "custom",
+            "custom": {
+                "name": "p",
+                "description": "patch",
+                "format": {
+                    "type": "grammar",
+                    "grammar": {"syntax": "lark", "definition": "start: /x/"},
+                },
+            },
+        },
     ]
     assert report.dropped == ["tools.web_search"]
+
+
+@pytest.mark.parametrize(
+    ("canonical_format", "chat_format"),
+    [
+        (
+            {"type": "grammar", "syntax": "regex", "definition": "\\d+"},
+            {"type": "grammar", "grammar": {"syntax": "regex", "definition": "\\d+"}},
+        ),
+        ({"type": "text"}, {"type": "text"}),
+    ],
+)
+def test_upstream_custom_tool_format_is_sent_in_chats_nested_grammar_shape(
+    canonical_format: dict[str, Any], chat_format: dict[str, Any]
+) -> None:
+    out, _ = enc(req(tools=[c.Tool(name="p", kind="custom", format=canonical_format)]))
+    assert out["tools"][0]["custom"]["format"] == chat_format
+
+
+def test_upstream_tool_choice_naming_a_dropped_hosted_tool_is_dropped_and_reported() -> None:
+    out, report = enc(
+        req(
+            tools=[c.Tool(name="f")],
+            hosted_tools=[
+                c.HostedTool(
+                    protocol="anthropic_messages",
+                    type="bash_20250124",
+                    raw={"type": "bash_20250124", "name": "bash"},
+                )
+            ],
+            tool_choice=c.ToolChoice(mode="tool", name="bash"),
+        )
+    )
+    assert [t["function"]["name"] for t in out["tools"]] == ["f"]
+    assert "tool_choice" not in out
+    assert report.dropped == ["tools.bash_20250124", "tool_choice"]
 
 
 def test_upstream_tool_choice_and_parallel_tool_calls_only_alongside_tools() -> None:
@@ -359,6 +405,28 @@ def test_upstream_sampling_and_bookkeeping_fields_are_forwarded() -> None:
         assert out[k] == v, k
 
 
+def test_upstream_top_logprobs_implies_logprobs_true() -> None:
+    out, report = enc(req(top_logprobs=3))
+    assert out["logprobs"] is True and out["top_logprobs"] == 3 and report.dropped == []
+    assert "logprobs" not in enc(req())[0]
+
+
+def test_upstream_verbosity_is_carried() -> None:
+    out, report = enc(req(verbosity="high"))
+    assert out["verbosity"] == "high" and report.dropped == []
+
+
+def test_upstream_user_over_128_characters_becomes_a_stable_sha256_id() -> None:
+    long_id = "user_" + "a" * 64 + "_account_" + "b" * 36 + "_session_" + "c" * 36
+    out, report = enc(req(user=long_id))
+    assert out["user"].startswith("sha256:") and len(out["user"]) == 71
+    assert out["user"] == enc(req(user=long_id))[0]["user"]  # stable
+    assert out["user"] != enc(req(user=long_id + "x"))[0]["user"]
+    assert report.dropped == []
+    exact = "u" * 128
+    assert enc(req(user=exact))[0]["user"] == exact
+
+
 def test_upstream_service_tier_outside_openai_vocabulary_is_dropped() -> None:
     out, report = enc(req(service_tier="standard_only"))
     assert "service_tier" not in out and report.dropped == ["service_tier"]
@@ -399,6 +467,22 @@ def test_upstream_reasoning_effort_from_effort_or_budget_bucket(
 ) -> None:
     out, _ = enc(req(reasoning=cfg))
     assert out.get("reasoning_effort") == effort
+
+
+def test_upstream_adaptive_thinking_without_effort_sends_no_reasoning_effort() -> None:
+    """Anthropic ``thinking: adaptive`` alone: the model decides, so nothing is sent
+    (and nothing is lost: no report)."""
+    out, report = enc(req(reasoning=c.ReasoningConfig(enabled=True)))
+    assert "reasoning_effort" not in out and report.dropped == []
+
+
+def test_upstream_disabled_thinking_sends_no_effort_none_and_reports_reasoning() -> None:
+    """Anthropic ``thinking: disabled`` decodes as effort ``none`` with ``enabled=False``;
+    older reasoning models reject effort ``none``, so no reasoning_effort is sent."""
+    out, report = enc(req(reasoning=c.ReasoningConfig(enabled=False, effort="none")))
+    assert "reasoning_effort" not in out and report.dropped == ["reasoning"]
+    out, report = enc(req(reasoning=c.ReasoningConfig(effort="none")))  # Chat/Responses ask
+    assert out["reasoning_effort"] == "none" and report.dropped == []
 
 
 def test_upstream_top_k_is_dropped_and_stateful_fields_are_rejected() -> None:

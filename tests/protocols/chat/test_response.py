@@ -272,9 +272,36 @@ def test_client_response_usage_is_always_present_with_details() -> None:
         "prompt_tokens": 9,
         "completion_tokens": 4,
         "total_tokens": 13,
-        "prompt_tokens_details": {"cached_tokens": 3},
+        "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 2},
         "completion_tokens_details": {"reasoning_tokens": 1},
     }
+
+
+def test_client_usage_itemises_cache_writes_only_when_there_were_some() -> None:
+    out = encode(c.Response(id="x", model="m", content=[], usage=c.Usage(input_tokens=9)))
+    assert out["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
+    usage = c.Usage(input_tokens=9, cache_creation_tokens=5)
+    out = encode(c.Response(id="x", model="m", content=[], stop_reason="end_turn", usage=usage))
+    sdk = ChatCompletion.model_validate(out).usage
+    assert sdk is not None and sdk.prompt_tokens_details is not None
+    assert sdk.prompt_tokens_details.cache_write_tokens == 5
+
+
+def test_upstream_usage_cache_write_tokens_become_cache_creation_tokens() -> None:
+    r = CODEC.decode_response(
+        completion(
+            {"content": "x"},
+            usage={
+                "prompt_tokens": 100,
+                "completion_tokens": 20,
+                "total_tokens": 120,
+                "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},
+            },
+        )
+    )
+    assert r.usage == c.Usage(
+        input_tokens=100, output_tokens=20, cached_tokens=60, cache_creation_tokens=30
+    )
 
 
 def test_client_refusal_stop_moves_visible_text_to_refusal_and_nulls_content() -> None:

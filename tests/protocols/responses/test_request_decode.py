@@ -149,10 +149,10 @@ def test_codex_shaped_request_decodes_to_the_conversation_it_describes() -> None
     assert creq.parallel_tool_calls is False
     assert creq.reasoning == c.ReasoningConfig(effort="medium", summary="auto")
     assert creq.prompt_cache_key == "0199-session"
+    assert creq.verbosity is not None  # text.verbosity is carried, not dropped
     assert set(report.dropped) == {
         "include",
         "client_metadata",
-        "text.verbosity",
         "input.web_search_call",
     }
 
@@ -498,7 +498,8 @@ def test_allowed_tools_choice_keeps_its_mode_and_reports_the_subset_as_lossy() -
         }
     )
     assert creq.tool_choice == c.ToolChoice(mode="required")
-    assert report.dropped == ["tool_choice.tools"]
+    # The same name the Chat decoder reports for its allowed_tools choice.
+    assert report.dropped == ["tool_choice.allowed_tools"]
 
 
 def test_hosted_tool_choice_becomes_auto_and_is_reported() -> None:
@@ -569,7 +570,6 @@ def test_fields_real_clients_send_are_dropped_and_reported_never_rejected() -> N
             "input": "hi",
             "store": True,
             "include": ["reasoning.encrypted_content"],
-            "text": {"verbosity": "high"},
             "truncation": "auto",
             "client_metadata": {"k": "v"},
             "prompt_cache_retention": "24h",
@@ -580,13 +580,25 @@ def test_fields_real_clients_send_are_dropped_and_reported_never_rejected() -> N
     assert creq.messages and set(report.dropped) == {
         "store",
         "include",
-        "text.verbosity",
         "truncation",
         "client_metadata",
         "prompt_cache_retention",
         "stream_options",
         "some_future_field",
     }
+
+
+def test_text_verbosity_is_carried_into_the_canonical_request() -> None:
+    creq, report = decode_req({"model": "m", "input": "hi", "text": {"verbosity": "high"}})
+    assert creq.verbosity == "high" and report.dropped == []
+
+
+def test_safety_identifier_wins_over_user_and_the_other_user_is_reported() -> None:
+    """The same preference as the Chat decoder: safety_identifier is the newer field."""
+    creq, report = decode_req({"model": "m", "input": "hi", "user": "a", "safety_identifier": "b"})
+    assert creq.user == "b" and report.dropped == ["user"]
+    creq, report = decode_req({"model": "m", "input": "hi", "user": "a"})
+    assert creq.user == "a" and report.dropped == []
 
 
 def test_store_false_is_what_a_stateless_proxy_does_and_is_not_reported() -> None:

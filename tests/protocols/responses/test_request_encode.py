@@ -183,7 +183,24 @@ def test_tool_result_is_error_is_not_mapped_to_incomplete_and_its_text_survives(
     )
     item = body["input"][0]
     assert item["output"] == "boom" and item.get("status") != "incomplete"
-    assert report.dropped == []
+    # Responses has no error flag on a tool output: the flag itself is lost, reported.
+    assert report.dropped == ["tool_result.is_error"]
+
+
+def test_citations_on_assistant_history_text_are_dropped_and_reported() -> None:
+    cite = c.Citation(url="https://x.test", title="X")
+    body, report = encode_req(
+        req(
+            messages=[
+                user(c.Text(text="q")),
+                assistant(c.Text(text="cited", citations=[cite])),
+            ]
+        )
+    )
+    assert body["input"][1]["content"] == [
+        {"type": "output_text", "text": "cited", "annotations": []}
+    ]
+    assert report.dropped == ["assistant.citations"]
 
 
 def test_reasoning_with_its_own_encrypted_content_is_replayed_as_a_reasoning_item() -> None:
@@ -286,8 +303,43 @@ def test_tools_map_function_custom_and_responses_hosted_tools() -> None:
     ],
 )
 def test_tool_choice_maps_to_the_responses_forms(choice: c.ToolChoice, wire: Any) -> None:
-    body, _ = encode_req(req(tools=[c.Tool(name="f")], tool_choice=choice))
+    tools = [c.Tool(name="f"), c.Tool(name="p", kind="custom")]
+    body, _ = encode_req(req(tools=tools, tool_choice=choice))
     assert body["tool_choice"] == wire
+
+
+@pytest.mark.parametrize(
+    ("choice", "dropped"),
+    [
+        (c.ToolChoice(mode="required"), ["tool_choice"]),
+        (c.ToolChoice(mode="tool", name="f"), ["tool_choice"]),
+        (c.ToolChoice(mode="auto"), []),
+        (c.ToolChoice(mode="none"), []),
+    ],
+)
+def test_tool_choice_requiring_or_naming_a_tool_without_tools_is_dropped_and_reported(
+    choice: c.ToolChoice, dropped: list[str]
+) -> None:
+    body, report = encode_req(req(tool_choice=choice))
+    assert "tool_choice" not in body and report.dropped == dropped
+
+
+def test_tool_choice_naming_a_dropped_tool_is_dropped_and_reported() -> None:
+    body, report = encode_req(
+        req(
+            tools=[c.Tool(name="f")],
+            hosted_tools=[
+                c.HostedTool(
+                    protocol="anthropic_messages",
+                    type="text_editor_20250728",
+                    raw={"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"},
+                )
+            ],
+            tool_choice=c.ToolChoice(mode="tool", name="str_replace_based_edit_tool"),
+        )
+    )
+    assert [t["name"] for t in body["tools"]] == ["f"] and "tool_choice" not in body
+    assert report.dropped == ["tools.text_editor_20250728", "tool_choice"]
 
 
 def test_tool_choice_and_parallel_tool_calls_are_sent_only_with_tools() -> None:
@@ -329,7 +381,6 @@ def test_response_format_becomes_text_format() -> None:
             c.ReasoningConfig(budget_tokens=8192, enabled=True),
             {"effort": "high", "summary": "auto"},
         ),
-        (c.ReasoningConfig(enabled=True), {"summary": "auto"}),
     ],
 )
 def test_reasoning_effort_comes_from_effort_or_the_budget_bucket_rule(
@@ -340,9 +391,35 @@ def test_reasoning_effort_comes_from_effort_or_the_budget_bucket_rule(
     assert body["include"] == ["reasoning.encrypted_content"]
 
 
-def test_disabled_reasoning_sends_no_reasoning_and_asks_for_no_encrypted_content() -> None:
-    body, _ = encode_req(req(reasoning=c.ReasoningConfig(enabled=False)))
+def test_adaptive_thinking_without_effort_lets_the_model_decide_so_sends_no_reasoning() -> None:
+    """Anthropic ``thinking: adaptive`` alone used to become ``reasoning: {summary:
+    auto}`` + ``include``; models without reasoning reject ``reasoning.summary``, so
+    nothing is sent now."""
+    body, report = encode_req(req(reasoning=c.ReasoningConfig(enabled=True)))
+    assert "reasoning" not in body and "include" not in body and report.dropped == []
+    # display: summarized with it has nothing to attach to: reported.
+    body, report = encode_req(req(reasoning=c.ReasoningConfig(enabled=True, summary="auto")))
     assert "reasoning" not in body and "include" not in body
+    assert report.dropped == ["reasoning.summary"]
+
+
+def test_disabled_thinking_sends_no_reasoning_and_reports_it() -> None:
+    """Anthropic ``thinking: disabled`` (canonical ``enabled=False``, effort ``none``) used
+    to become ``reasoning: {effort: none}``; older reasoning models reject effort
+    ``none``, so no reasoning is sent and ``reasoning`` is reported."""
+    for config in (
+        c.ReasoningConfig(enabled=False),
+        c.ReasoningConfig(enabled=False, effort="none"),
+    ):
+        body, report = encode_req(req(reasoning=config))
+        assert "reasoning" not in body and "include" not in body
+        assert report.dropped == ["reasoning"]
+
+
+def test_an_explicit_effort_none_is_still_sent() -> None:
+    body, report = encode_req(req(reasoning=c.ReasoningConfig(effort="none")))
+    assert body["reasoning"] == {"effort": "none"} and "include" not in body
+    assert report.dropped == []
 
 
 def test_sampling_limits_and_carried_fields_are_sent() -> None:
@@ -378,8 +455,29 @@ def test_sampling_limits_and_carried_fields_are_sent() -> None:
     assert {k: body[k] for k in expected} == expected
 
 
-def test_max_output_tokens_below_the_api_minimum_is_raised_to_16() -> None:
-    assert encode_req(req(max_tokens=1))[0]["max_output_tokens"] == 16
+def test_max_output_tokens_below_the_api_minimum_is_raised_to_16_and_reported() -> None:
+    body, report = encode_req(req(max_tokens=1))
+    assert body["max_output_tokens"] == 16 and report.dropped == ["max_tokens"]
+    body, report = encode_req(req(max_tokens=16))
+    assert body["max_output_tokens"] == 16 and report.dropped == []
+
+
+def test_verbosity_becomes_text_verbosity() -> None:
+    body, report = encode_req(req(verbosity="low"))
+    assert body["text"] == {"verbosity": "low"} and report.dropped == []
+    body, _ = encode_req(
+        req(verbosity="high", response_format=c.ResponseFormat(type="json_object"))
+    )
+    assert body["text"] == {"format": {"type": "json_object"}, "verbosity": "high"}
+
+
+def test_a_user_id_over_128_characters_becomes_a_stable_sha256_safety_identifier() -> None:
+    long_id = "user_" + "0" * 64 + "_account__session_" + "1" * 64
+    body, report = encode_req(req(user=long_id))
+    sid = body["safety_identifier"]
+    assert sid.startswith("sha256:") and len(sid) == 71 and report.dropped == []
+    assert encode_req(req(user=long_id))[0]["safety_identifier"] == sid
+    assert encode_req(req(user="short"))[0]["safety_identifier"] == "short"
 
 
 def test_a_service_tier_outside_the_openai_vocabulary_is_dropped_and_reported() -> None:
@@ -416,6 +514,12 @@ def test_logprobs_is_rejected_unless_lossy() -> None:
         encode_req(req(logprobs=True))
     assert exc.value.param == "logprobs"
     assert encode_req(req(logprobs=True), lossy=True)[1].dropped == ["logprobs"]
+
+
+def test_top_logprobs_goes_with_logprobs_when_logprobs_is_dropped() -> None:
+    body, report = encode_req(req(logprobs=True, top_logprobs=2), lossy=True)
+    assert "top_logprobs" not in body
+    assert report.dropped == ["logprobs", "top_logprobs"]
 
 
 def test_server_tool_parts_and_assistant_media_are_dropped_and_reported() -> None:

@@ -342,6 +342,51 @@ def test_citations_become_url_citation_annotations() -> None:
     ]
 
 
+def test_citations_without_offsets_span_the_whole_text_part() -> None:
+    """Anthropic citations carry no offsets: they cover the whole part (as in Chat),
+    after the citations that have their own."""
+    body = client_json(
+        response(
+            c.Text(
+                text="cited text",
+                citations=[
+                    c.Citation(url="https://a", title="A"),
+                    c.Citation(url="https://b", title="B", start_index=0, end_index=5),
+                ],
+            )
+        )
+    )
+    assert [
+        (a["url"], a["start_index"], a["end_index"])
+        for a in body["output"][0]["content"][0]["annotations"]
+    ] == [("https://b", 0, 5), ("https://a", 0, 10)]
+
+
+def test_a_refusal_with_only_an_explanation_becomes_a_refusal_message_item() -> None:
+    body = client_json(response(stop_reason="refusal", refusal_explanation="Declined by policy."))
+    assert body["status"] == "failed"
+    assert body["output"] == [
+        {
+            "type": "message",
+            "id": "msg_abc123_0",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "refusal", "refusal": "Declined by policy."}],
+        }
+    ]
+
+
+def test_a_refusal_explanation_is_not_added_when_the_answer_already_shows_something() -> None:
+    for part in (c.Text(text="I can't help."), c.Refusal(text="No.")):
+        body = client_json(
+            response(part, stop_reason="refusal", refusal_explanation="Declined by policy.")
+        )
+        assert len(body["output"]) == 1
+        assert "Declined" not in json.dumps(body["output"])
+    body = client_json(response(stop_reason="end_turn", refusal_explanation="x"))
+    assert body["output"] == []
+
+
 def test_empty_text_parts_are_never_emitted() -> None:
     body = client_json(response(c.Text(text=""), c.ToolCall(id="a", name="f", arguments="{}")))
     assert [i["type"] for i in body["output"]] == ["function_call"]

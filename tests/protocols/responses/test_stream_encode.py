@@ -338,6 +338,72 @@ def test_citations_become_annotation_added_events_even_before_the_text() -> None
     )
 
 
+def test_citations_without_offsets_are_announced_at_the_part_end_spanning_the_whole_text() -> None:
+    whole = c.Citation(url="https://a", title="A")  # Anthropic: no offsets
+    own = c.Citation(url="https://b", title="B", start_index=0, end_index=2)
+    s = encode_validated(
+        [
+            START,
+            c.BlockStart(index=0, kind="text"),
+            c.Citations(index=0, citations=[whole, own]),
+            c.BlockDelta(index=0, text="abc"),
+            c.BlockDelta(index=0, text="def"),
+            c.BlockStop(index=0),
+            finish(),
+        ]
+    )
+    types_ = [e["type"] for e in s.events]
+    anns = [e for e in s.events if e["type"] == "response.output_text.annotation.added"]
+    assert [(a["annotation_index"], a["annotation"]["url"]) for a in anns] == [
+        (0, "https://b"),
+        (1, "https://a"),
+    ]
+    # The whole-part one comes after the last delta, before the text is done.
+    last = len(types_) - 1 - types_[::-1].index("response.output_text.annotation.added")
+    assert types_[last - 1] == "response.output_text.delta"
+    assert types_[last + 1] == "response.output_text.done"
+    assert [
+        (a["url"], a["start_index"], a["end_index"])
+        for a in s.items[0]["content"][0]["annotations"]
+    ] == [("https://b", 0, 2), ("https://a", 0, 6)]
+
+
+def test_a_refusal_with_only_an_explanation_streams_a_refusal_message_item() -> None:
+    s = encode_validated(
+        [
+            START,
+            c.Finish(stop_reason="refusal", usage=USAGE, refusal_explanation="Declined by policy."),
+        ]
+    )
+    assert s.items == [
+        {
+            "type": "message",
+            "id": "msg_01XYZ_0",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "refusal", "refusal": "Declined by policy."}],
+        }
+    ]
+    assert [e["type"] for e in s.events if "refusal" in e["type"]] == [
+        "response.refusal.delta",
+        "response.refusal.done",
+    ]
+    assert s.events[-1]["type"] == "response.failed"
+
+
+def test_no_explanation_item_when_the_refusal_already_streamed_text() -> None:
+    s = encode_validated(
+        [
+            START,
+            c.BlockStart(index=0, kind="text"),
+            c.BlockDelta(index=0, text="I can't."),
+            c.BlockStop(index=0),
+            c.Finish(stop_reason="refusal", usage=USAGE, refusal_explanation="Declined."),
+        ]
+    )
+    assert len(s.items) == 1 and "Declined" not in json.dumps(s.items)
+
+
 def test_blocks_still_open_at_finish_are_closed_properly() -> None:
     s = encode_validated(
         [
