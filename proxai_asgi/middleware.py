@@ -7,6 +7,7 @@ the client's ``send``. Nothing here knows a wire format; codecs do that.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -18,7 +19,7 @@ import httpx
 import msgspec
 
 from . import canonical as c
-from . import custom_tools, endpoints, telemetry
+from . import checks, custom_tools, endpoints, telemetry
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
 from .model_rewrite import rewrite_model
@@ -62,6 +63,19 @@ def _never() -> bool:
     return False
 
 
+def _loop_clock() -> Callable[[], float]:
+    """``anyio.current_time``, bound once: on asyncio it is the running loop's
+    ``time`` (what anyio returns), without the ~1 µs backend lookup per call."""
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:  # another backend (trio)
+        return anyio.current_time
+
+
+def _mask(data: bytes, secret: bytes) -> bytes:
+    return data.replace(secret, b"*" * len(secret)) if secret in data else data
+
+
 _SSE_HEADERS: RawHeaders = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -75,7 +89,8 @@ class ProxaiMiddleware:
 
     ``max_connections`` bounds the pooled upstream connections; ``max_concurrency``
     bounds exchanges in flight (excess requests queue for ``queue_timeout`` seconds,
-    then get a 429 with ``retry-after``).
+    then get a 429 with ``retry-after``). Bodies over ``max_body_size`` bytes get a 413
+    and bodies nesting JSON deeper than ``max_json_depth`` a 400, before any other work.
 
     Requests to other paths, other methods, websockets and lifespan reach ``app``
     untouched. ``prefix`` serves the LLM paths under a mount point (``/llm/v1/...``).
@@ -94,6 +109,7 @@ class ProxaiMiddleware:
         max_concurrency: int | None = None,
         queue_timeout: float = 10.0,
         serve_models: bool = True,
+        max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -107,6 +123,7 @@ class ProxaiMiddleware:
         self.limiter = anyio.Semaphore(max_concurrency) if max_concurrency else None
         self.queue_timeout = queue_timeout
         self.serve_models = serve_models
+        self.max_json_depth = max_json_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -171,6 +188,7 @@ class Exchange:
         self.usage: c.Usage | None = None
         self.response_model: str | None = None
         self.span = telemetry.start(client.name)
+        self.secret: bytes | None = None  # the upstream key, masked in whatever we relay
 
     # ------------------------------------------------------------------ driving
 
@@ -194,6 +212,10 @@ class Exchange:
             body = await self._read_body()
             if body is None:
                 return  # the client left before sending its body
+            if checks.json_too_deep(body, self.mw.max_json_depth):
+                raise ProxyError.invalid(
+                    f"request body is nested deeper than {self.mw.max_json_depth} levels"
+                )
             await (handler or self._dispatch)(body)
         except ProxyError as err:
             await self._fail(err)
@@ -288,11 +310,21 @@ class Exchange:
     async def _start(self, status: int, headers: RawHeaders) -> None:
         self.started = True
         self.status = status
+        up = self.upstream
+        if up is not None and up.api_key and len(up.api_key) >= 12:
+            # An upstream that quotes our key back (an error echoing the credential)
+            # must not hand it to the client: masked with as many bytes, so that
+            # content-length and framing still hold. (Keys too short to be real ones
+            # would mask ordinary text.)
+            self.secret = up.api_key.encode()
+            headers = [(k, _mask(v, self.secret)) for k, v in headers]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def _body(self, data: bytes, more: bool = True) -> None:
         if self.ttfb is None and data:
             self.ttfb = time.perf_counter() - self.t0
+        if self.secret is not None:
+            data = _mask(data, self.secret)
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
     async def _json(self, status: int, body: bytes, extra: RawHeaders) -> None:
@@ -343,7 +375,8 @@ class Exchange:
         per chunk is a clock read, not a timer (a per-chunk ``fail_after`` cost
         several µs on every token)."""
         idle, tool_idle = up.stream_idle_timeout, min(up.stream_idle_timeout, up.tool_stall_timeout)
-        last = anyio.current_time()
+        clock = _loop_clock()
+        last = clock()
         stalled: float | None = None
         error: ProxyError | None = None
         async with anyio.create_task_group() as tg:
@@ -352,17 +385,19 @@ class Exchange:
                 nonlocal stalled
                 while True:
                     limit = tool_idle if tool_open() else idle
-                    now = anyio.current_time()
+                    now = clock()
                     if now - last >= limit:
                         stalled = limit
                         tg.cancel_scope.cancel()
                         return
-                    await anyio.sleep(min(last + limit, last + tool_idle) - now + 0.001)
+                    # Wake by this deadline, or within tool_idle of now: a chunk that
+                    # arrives meanwhile may open a tool call and shorten the limit.
+                    await anyio.sleep(min(last + limit - now, tool_idle) + 0.001)
 
             tg.start_soon(watchdog)
             try:
                 async for chunk in resp:
-                    last = anyio.current_time()
+                    last = clock()
                     if await on_chunk(chunk):
                         break
             except ProxyError as exc:
@@ -406,7 +441,11 @@ class Exchange:
                 resp.status, client_headers_from_upstream(resp.headers, passthrough=True)
             )
 
+            last = b"\n\n"
+
             async def forward(chunk: bytes) -> bool:
+                nonlocal last
+                last = chunk or last
                 await self._body(chunk)
                 return False
 
@@ -414,7 +453,9 @@ class Exchange:
                 await self._pump(resp, up, forward)
             except ProxyError as err:
                 if resp.is_event_stream:
-                    await self._body(self._passthrough_stream_error(err))
+                    # Close a frame the upstream left half-sent, so the error is a frame.
+                    sep = b"" if last.endswith((b"\n\n", b"\r\n\r\n")) else b"\n\n"
+                    await self._body(sep + self._passthrough_stream_error(err))
             await self._body(b"", more=False)
 
     def _passthrough_stream_error(self, err: ProxyError) -> bytes:
@@ -428,6 +469,7 @@ class Exchange:
         target = get_codec(up.protocol)
         report = TranslationReport(up.lossy)
         creq = self.client.decode_request(body, report)
+        checks.check_request(creq, lossy=up.lossy)
         creq.model = model
         wrapped: frozenset[str] = frozenset()
         if self.client.name == "openai_responses" and not (
@@ -494,13 +536,18 @@ class Exchange:
 
         def emit(events: list[c.StreamEvent], out: bytearray) -> bool:
             for ev in events:
+                if unwrap:
+                    for e in unwrap.feed(ev):
+                        out += enc.encode(e)
+                else:
+                    out += enc.encode(ev)
+                if type(ev) is c.BlockDelta:
+                    continue  # nearly every event: nothing to track
                 if isinstance(ev, c.BlockStart) and ev.kind == "tool_call":
                     open_tools.add(ev.index)
                 elif isinstance(ev, c.BlockStop):
                     open_tools.discard(ev.index)
-                for e in unwrap.feed(ev) if unwrap else (ev,):
-                    out += enc.encode(e)
-                if isinstance(ev, c.MessageStart):
+                elif isinstance(ev, c.MessageStart):
                     self.response_model = ev.model
                 elif isinstance(ev, c.Finish):
                     self.usage = ev.usage

@@ -63,6 +63,15 @@ _KEEP_ON_TRANSLATION = re.compile(
 _SERVER_OWNED = frozenset({b"server", b"date", b"content-length", b"content-encoding"})
 
 
+def _connection_named(headers: RawHeaders) -> frozenset[bytes]:
+    """The headers a ``Connection`` header names: hop-by-hop too (RFC 9110 §7.6.1)."""
+    names: set[bytes] = set()
+    for k, v in headers:
+        if k == b"connection":
+            names.update(t.strip().lower() for t in v.split(b","))
+    return frozenset(names)
+
+
 def _client_credential(headers: RawHeaders) -> bytes | None:
     for k, v in headers:
         if k == b"x-api-key" or k == b"api-key":
@@ -92,8 +101,9 @@ def upstream_headers(
     to_anthropic = target == "anthropic_messages"
     foreign = _OPENAI_ONLY if to_anthropic else _ANTHROPIC_ONLY
     out: RawHeaders = []
+    named = _connection_named(client_headers)
     for k, v in client_headers:
-        if k in HOP_BY_HOP or k in CREDENTIALS:
+        if k in HOP_BY_HOP or k in CREDENTIALS or k in named:
             continue
         if not passthrough and (
             k.startswith(b"content-")
@@ -131,8 +141,11 @@ def upstream_headers(
 def client_headers_from_upstream(headers: RawHeaders, *, passthrough: bool) -> RawHeaders:
     """Which upstream response headers reach the client."""
     out: RawHeaders = []
+    named = _connection_named(headers)
     for k, v in headers:
         if k in HOP_BY_HOP or (k in _SERVER_OWNED and not (passthrough and k != b"server")):
+            continue
+        if k in named:
             continue
         if passthrough or _KEEP_ON_TRANSLATION.match(k):
             out.append((k, v))

@@ -1,0 +1,99 @@
+"""Checks on a decoded request that every protocol's API makes, run on the canonical
+request before a translated request goes upstream.
+
+All three APIs reject a tool result that answers no tool call and image or document
+data that is not base64. A codec decoding one message at a time cannot see the first;
+the second would otherwise reach the upstream re-encoded (a data URL, a base64 source)
+and come back as the upstream's error in the upstream's words, or be accepted by a
+lenient server. Pass-through requests are not checked: their bytes are the upstream's
+to judge.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from . import canonical as c
+from .errors import ProxyError
+
+# Far deeper than any real request (tool schemas nest a dozen levels), far below the
+# interpreter's recursion limit that the JSON decoders run into.
+DEFAULT_MAX_JSON_DEPTH = 256
+_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+# The base64 alphabet (standard and URL-safe), padding, and the whitespace MIME
+# encoders insert: lenient on form, strict on content.
+_BASE64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= \t\r\n"
+
+
+def check_request(request: c.Request, *, lossy: bool = False) -> None:
+    """Raise a 400 ``ProxyError`` for what no target API accepts.
+
+    ``lossy``: the client may refer to state this stateless proxy dropped
+    (``previous_response_id``, item references), so unmatched tool results are left
+    to the upstream.
+    """
+    calls = {p.id for m in request.messages for p in m.content if isinstance(p, c.ToolCall)}
+    for m in request.messages:
+        for p in m.content:
+            if isinstance(p, c.ToolResult):
+                if not lossy and p.call_id not in calls:
+                    raise ProxyError.invalid(
+                        f"tool result for call id {p.call_id!r} answers no tool call in the "
+                        "conversation (each tool result must follow the tool call it answers)"
+                    )
+                for q in p.content:
+                    _check_media(q)
+            else:
+                _check_media(p)
+
+
+def _check_media(p: c.Part) -> None:
+    if isinstance(p, c.Image):
+        kind = "image"
+    elif isinstance(p, c.File):
+        kind = "document"
+    else:
+        return
+    if p.data is not None and not _is_base64(p.data):
+        raise ProxyError.invalid(f"{kind} data is not valid base64")
+    if p.url is not None and p.url[:5].lower() == "data:":
+        head, sep, data = p.url.partition(",")
+        if not sep or not head.endswith(";base64"):
+            raise ProxyError.invalid(
+                f"{kind} data URL is malformed; expected data:<media type>;base64,<data>"
+            )
+        if not _is_base64(data):
+            raise ProxyError.invalid(f"{kind} data URL is not valid base64")
+
+
+def _is_base64(data: str) -> bool:
+    try:
+        raw = data.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return not raw.translate(None, _BASE64)
+
+
+def json_too_deep(body: bytes, limit: int) -> bool:
+    """Whether the JSON ``body`` nests arrays and objects more than ``limit`` deep.
+
+    A few C-speed passes, no decoding: bodies with at most ``limit`` brackets are
+    answered by counting; otherwise string contents are cut out (escaped backslashes
+    and quotes first, then every other quote-delimited segment) and the depth is the
+    highest running sum over the brackets left. Invalid JSON may be misjudged; its
+    decoder rejects it anyway.
+    """
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    if b'"' in body:
+        body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+        body = b"".join(body.split(b'"')[::2])
+    brackets = body.translate(None, _NOT_BRACKETS)
+    return (
+        len(brackets) > limit
+        and max(itertools.accumulate(map(_STEP.__getitem__, brackets))) > limit
+    )

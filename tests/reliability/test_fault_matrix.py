@@ -1,0 +1,602 @@
+"""Upstream faults, each x the three client protocols x stream and non-stream.
+
+Every fault runs through all six translated directions, and the faults where
+pass-through has something to decide (reaching the upstream, timeouts, a stream that
+breaks, an error status) through the three pass-through pairs too. Every case must end
+with the client protocol's own error, within the configured timeout plus slack:
+
+- before the response started: the HTTP status (502 unreachable, 504 timeouts, the
+  upstream's own status for its errors) with a body in the client's error shape;
+- after a stream started: the client protocol's terminal error (Anthropic ``event:
+  error``; Responses ``error`` then ``response.failed``; Chat an error chunk then
+  ``[DONE]``), checked by the strict stream validators.
+
+The upstream is a raw asyncio server (``_raw.RawServer``) that picks its misbehaviour
+from the request's model, so the whole matrix runs concurrently.
+"Connect timeout" is real on loopback: a listening socket with ``listen(0)`` whose one
+accept-queue slot is taken, so the kernel drops further SYNs and connects hang.
+
+After the matrix nothing is left behind: no task on the proxies' event loops but the
+server's own, no active or pending connection in the proxies' httpx pools, and every
+upstream connection closed.
+
+Client disconnect: for all nine pairs, streamed and not, the client's socket is closed
+while the upstream is mid-answer; the time from the client's close to the upstream
+seeing its connection closed is measured.
+
+Last runs: 222 cases (15 faults x 6 translated directions x stream / non-stream, plus
+the pass-through pairs for 8 of the faults) in about 2.5 s wall, all at once (timeouts:
+connect 1.0 s, read 1.2 s, stream idle 0.6 s, tool stall 0.25 s; slack 2 s). Client
+disconnect, 18 measurements (9 pairs x stream / non-stream): at most 0.7 to 5.7 ms
+across runs, mean about 1 ms, against the 100 ms limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import re
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from proxai_asgi import ProxaiMiddleware, Route, Upstream
+from tests.helpers.servers import reply_from_capture
+from tests.helpers.validate_anthropic import validate_anthropic_stream
+from tests.helpers.validate_chat import validate_chat_stream
+from tests.helpers.validate_responses import validate_responses_stream
+
+from ._raw import Conn, LoopServer, RawServer
+from ._shapes import error_message
+from .corpus import ANTHROPIC, CHAT, PATH, PROTOCOLS, RESPONSES
+
+# Everything (client, three proxies, upstream) shares this process and its GIL, so the
+# timeouts leave room for scheduling; the GC is paused while timing (see ``quiet``).
+CONNECT_TIMEOUT = 1.0
+READ_TIMEOUT = 1.2  # before headers, and between body chunks (httpx)
+IDLE_TIMEOUT = 0.6  # stream_idle_timeout: shorter than the read timeout, so it decides
+TOOL_TIMEOUT = 0.25  # tool_stall_timeout: shorter still
+SLACK = 2.0  # scheduling slack with ~200 exchanges in flight on two cores
+HOLD = 5.0  # how long a stalled upstream waits before giving up on its own
+
+UPSTREAM_OF_PATH = {
+    "/v1/chat/completions": CHAT,
+    "/v1/responses": RESPONSES,
+    "/v1/messages": ANTHROPIC,
+}
+TEXT_CAPTURE = {
+    CHAT: "chat_sse_text_basic_include_usage",
+    RESPONSES: "responses_sse_text_basic",
+    ANTHROPIC: "anthropic_sse_text_basic",
+}
+TOOL_CAPTURE = {
+    CHAT: "chat_sse_parallel_tool_calls",
+    RESPONSES: "responses_sse_parallel_function_calls",
+    ANTHROPIC: "anthropic_sse_parallel_tool_use",
+}
+JSON_CAPTURE = {
+    CHAT: "chat_json_text_basic",
+    RESPONSES: "responses_json_text_basic",
+    ANTHROPIC: "anthropic_json_text_basic",
+}
+SSE_HEADERS = [("Content-Type", "text/event-stream; charset=utf-8")]
+
+
+def _frames(name: str) -> list[bytes]:
+    return reply_from_capture(name).chunks
+
+
+def _first(frames: list[bytes], needles: tuple[bytes, ...]) -> int:
+    """Index of the first frame containing one of ``needles``."""
+    return next(i for i, f in enumerate(frames) if any(n in f for n in needles))
+
+
+def _text_cut(protocol: str) -> int:
+    """Frames up to and including the first text delta."""
+    frames = _frames(TEXT_CAPTURE[protocol])
+    needles = {
+        CHAT: (b'"content":"4',),
+        RESPONSES: (b"output_text.delta",),
+        ANTHROPIC: (b"text_delta",),
+    }[protocol]
+    return _first(frames, needles) + 1
+
+
+def _tool_cut(protocol: str) -> int:
+    """Frames up to and including the first tool-argument fragment."""
+    frames = _frames(TOOL_CAPTURE[protocol])
+    needles = {
+        CHAT: (b'"arguments":"{',),
+        RESPONSES: (b"function_call_arguments.delta",),
+        ANTHROPIC: (b'"partial_json":"{',),
+    }[protocol]
+    return _first(frames, needles) + 1
+
+
+def _error_body(protocol: str, status: int, message: str) -> bytes:
+    if protocol == ANTHROPIC:
+        kind = {429: "rate_limit_error", 529: "overloaded_error", 500: "api_error"}.get(
+            status, "invalid_request_error"
+        )
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    kind = {429: "rate_limit_exceeded", 500: "server_error", 529: "server_error"}.get(
+        status, "invalid_request_error"
+    )
+    return json.dumps(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    ).encode()
+
+
+MALFORMED = {
+    CHAT: b"data: {not json at all\n\n",
+    RESPONSES: b"event: response.output_text.delta\ndata: {not json at all\n\n",
+    ANTHROPIC: b"event: content_block_delta\ndata: {not json at all\n\n",
+}
+
+
+# ------------------------------------------------------------------ the upstream
+
+
+async def misbehave(conn: Conn) -> None:
+    """The raw upstream: what it does is named by the request's model."""
+    protocol = UPSTREAM_OF_PATH[conn.request.target.split("?")[0]]
+    body = conn.request.json()
+    fault = str(body.get("model", "")).split(":")[0]
+    stream = bool(body.get("stream"))
+    text = _frames(TEXT_CAPTURE[protocol])
+    whole = reply_from_capture(JSON_CAPTURE[protocol]).chunks[0]
+
+    if fault == "hold":  # the disconnect test: answer part, then wait for the proxy to leave
+        if stream:
+            await conn.head(200, SSE_HEADERS, chunked=True)
+            for f in text[: _text_cut(protocol)]:
+                await conn.chunk(f)
+        await conn.wait_peer_close(10)
+        return
+    if fault == "read_timeout":
+        await conn.wait_peer_close(HOLD)
+        return
+    if fault.startswith("error_"):
+        _, ctype, status_s = fault.split("_")
+        status = int(status_s)
+        if ctype == "json":
+            await conn.json_reply(
+                status, _error_body(protocol, status, f"upstream says no {status}")
+            )
+        elif ctype == "html":
+            page = b"<html><body><h1>503 Service Unavailable</h1></body></html>"
+            await conn.json_reply(status, page, "text/html")
+        else:
+            await conn.json_reply(status, b"upstream says no, in plain text", "text/plain")
+        return
+    if not stream:
+        # A non-stream upstream answers JSON; the faults become faults of that body.
+        if fault in ("stall_mid", "stall_tool"):
+            await conn.head(
+                200,
+                [("Content-Type", "application/json"), ("Content-Length", str(len(whole)))],
+                chunked=False,
+            )
+            await conn.raw(whole[: len(whole) // 2])
+            await conn.wait_peer_close(HOLD)
+        elif fault == "drop_mid":
+            await conn.head(
+                200,
+                [("Content-Type", "application/json"), ("Content-Length", str(len(whole)))],
+                chunked=False,
+            )
+            await conn.raw(whole[: len(whole) // 2])  # then the socket closes
+        elif fault == "malformed":
+            await conn.json_reply(200, b"{not json at all")
+        elif fault == "no_terminal":
+            await conn.json_reply(200, whole[: len(whole) // 2])
+        else:
+            await conn.json_reply(200, whole)
+        return
+
+    await conn.head(200, SSE_HEADERS, chunked=True)
+    if fault == "stall_mid":
+        for f in text[: _text_cut(protocol)]:
+            await conn.chunk(f)
+        await conn.wait_peer_close(HOLD)
+    elif fault == "stall_tool":
+        for f in _frames(TOOL_CAPTURE[protocol])[: _tool_cut(protocol)]:
+            await conn.chunk(f)
+        await conn.wait_peer_close(HOLD)
+    elif fault == "drop_mid":
+        for f in text[: _text_cut(protocol)]:
+            await conn.chunk(f)
+        await conn.raw(b"400\r\npartial chunk")  # a chunk cut short, then the socket closes
+    elif fault == "malformed":
+        cut = _text_cut(protocol)
+        for f in [*text[:cut], MALFORMED[protocol], *text[cut:]]:
+            await conn.chunk(f)
+        await conn.end_chunks()
+    elif fault == "no_terminal":
+        for f in text[: _text_cut(protocol) + 1]:
+            await conn.chunk(f)
+        await conn.end_chunks()  # a clean end of body, without the terminal event
+    else:
+        for f in text:
+            await conn.chunk(f)
+        await conn.end_chunks()
+
+
+# ------------------------------------------------------------------- the proxies
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No garbage-collector pauses while timing: a full collection of this test
+    process (every earlier test's objects) can stall all its threads for longer
+    than the timeouts under test."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port: int = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@dataclass
+class Rig:
+    raw: RawServer
+    proxies: dict[str, LoopServer]  # by upstream protocol
+    apps: dict[str, ProxaiMiddleware]
+
+
+async def _inner(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 404, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _base(url: str, protocol: str) -> str:
+    return url if protocol == ANTHROPIC else url + "/v1"
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    with ExitStack() as es:
+        raw = es.enter_context(RawServer(misbehave).running())
+        # Connect timeout on loopback: one accept-queue slot, taken; SYNs are dropped.
+        blackhole = socket.socket()
+        blackhole.bind(("127.0.0.1", 0))
+        blackhole.listen(0)
+        es.callback(blackhole.close)
+        filler = socket.create_connection(blackhole.getsockname(), timeout=2)
+        es.callback(filler.close)
+        blackhole_url = f"http://127.0.0.1:{blackhole.getsockname()[1]}"
+        refused_url = f"http://127.0.0.1:{_closed_port()}"
+        proxies, apps = {}, {}
+        for target in PROTOCOLS:
+            timeouts = {
+                "connect_timeout": CONNECT_TIMEOUT,
+                "read_timeout": READ_TIMEOUT,
+                "stream_idle_timeout": IDLE_TIMEOUT,
+                "tool_stall_timeout": TOOL_TIMEOUT,
+            }
+            routes = [
+                Route("refused*", Upstream(target, _base(refused_url, target), "k", **timeouts)),  # type: ignore[arg-type]
+                Route(
+                    "connect_timeout*",
+                    Upstream(target, _base(blackhole_url, target), "k", **timeouts),
+                ),  # type: ignore[arg-type]
+                Route("*", Upstream(target, _base(raw.url, target), "k", **timeouts)),  # type: ignore[arg-type]
+            ]
+            app = ProxaiMiddleware(_inner, routes=routes)
+            apps[target] = app
+            proxies[target] = es.enter_context(LoopServer(app))
+        yield Rig(raw, proxies, apps)
+
+
+# -------------------------------------------------------------------- the matrix
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    status: int | None  # the HTTP status before the stream; None: a terminal stream error
+    needle: str  # in the error message (case-insensitive)
+    limit: float  # the configured timeout that decides it (0: at once)
+    stream_status: int | None = -1  # for stream requests, when it differs (-1: same)
+    passthrough: bool = False  # meaningful for pass-through too
+
+
+FAULTS = [
+    Fault("refused", 502, "unreachable", 0, passthrough=True),
+    Fault("connect_timeout", 504, "timed out", CONNECT_TIMEOUT, passthrough=True),
+    Fault("read_timeout", 504, "timed out", READ_TIMEOUT, passthrough=True),
+    Fault("stall_mid", 504, "stopped sending", READ_TIMEOUT, None, passthrough=True),
+    Fault("stall_tool", 504, "stopped sending", READ_TIMEOUT, None),
+    Fault("error_json_400", 400, "upstream says no 400", 0, passthrough=True),
+    Fault("error_json_401", 401, "upstream says no 401", 0),
+    Fault("error_json_429", 429, "upstream says no 429", 0),
+    Fault("error_json_500", 500, "upstream says no 500", 0, passthrough=True),
+    Fault("error_json_529", 529, "upstream says no 529", 0, passthrough=True),
+    Fault("error_html_503", 503, "service unavailable", 0),
+    Fault("error_text_502", 502, "plain text", 0),
+    Fault("drop_mid", 502, "", 0, None, passthrough=True),
+    Fault("malformed", 502, "", 0, None),
+    Fault("no_terminal", 502, "", 0, None),
+]
+STREAM_NEEDLE = {
+    "stall_mid": f"sent nothing for {IDLE_TIMEOUT:g}s mid-stream",
+    "stall_tool": "in the middle of tool-call arguments",
+}
+STREAM_LIMIT = {"stall_mid": IDLE_TIMEOUT, "stall_tool": TOOL_TIMEOUT}
+
+
+@dataclass(frozen=True)
+class Case:
+    fault: Fault
+    client: str
+    target: str
+    stream: bool
+
+    @property
+    def id(self) -> str:
+        return (
+            f"{self.fault.name}:{self.client}->{self.target}:{'stream' if self.stream else 'json'}"
+        )
+
+
+def _cases() -> list[Case]:
+    out = []
+    for fault in FAULTS:
+        for client in PROTOCOLS:
+            for target in PROTOCOLS:
+                if client == target and not fault.passthrough:
+                    continue
+                for stream in (False, True):
+                    if client == target and not stream and fault.name in ("stall_mid", "drop_mid"):
+                        continue  # pass-through JSON: the status went out with the headers
+                    out.append(Case(fault, client, target, stream))
+    return out
+
+
+CASES = _cases()
+
+
+def request_body(client: str, model: str, stream: bool) -> dict[str, Any]:
+    tool_params = {"type": "object", "properties": {"name": {"type": "string"}}}
+    if client == CHAT:
+        return {
+            "model": model,
+            "stream": stream,
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [
+                {"type": "function", "function": {"name": "get_secret", "parameters": tool_params}}
+            ],
+        }
+    if client == RESPONSES:
+        return {
+            "model": model,
+            "stream": stream,
+            "input": "hi",
+            "tools": [{"type": "function", "name": "get_secret", "parameters": tool_params}],
+        }
+    return {
+        "model": model,
+        "stream": stream,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "get_secret", "input_schema": tool_params}],
+    }
+
+
+def terminal_error(client: str, body: bytes) -> str:
+    """The message of the client protocol's terminal error that ends ``body``."""
+    if client == ANTHROPIC:
+        a = validate_anthropic_stream(body)
+        assert a.error is not None, "no event: error"
+        return str(a.error["message"])
+    if client == CHAT:
+        c = validate_chat_stream(body)
+        assert c.error is not None, "no error chunk"
+        assert body.endswith(b"data: [DONE]\n\n")
+        return str(c.error["message"])
+    r = validate_responses_stream(body)
+    assert r.error is not None, "no error event"
+    assert r.response is not None and r.response["status"] == "failed", "no response.failed"
+    return str(r.error["message"])
+
+
+def passthrough_terminal_error(client: str, body: bytes) -> str:
+    """Pass-through forwards the upstream's frames as they came (the strict validators
+    judge the upstream, not us); what the proxy owes is the terminal error at the end."""
+    frames = [f for f in re.split(rb"\r?\n\r?\n", body) if f.strip()]
+    fields = [
+        dict(line.split(": ", 1) for line in f.decode().splitlines() if ": " in line)
+        for f in frames
+    ]
+    if client == CHAT:
+        assert fields[-1].get("data") == "[DONE]", f"no [DONE] at the end: {frames[-2:]}"
+        return str(json.loads(fields[-2]["data"])["error"]["message"])
+    if client == ANTHROPIC:
+        assert fields[-1].get("event") == "error", f"no event: error at the end: {frames[-1:]}"
+        data = json.loads(fields[-1]["data"])
+        assert data["type"] == "error"
+        return str(data["error"]["message"])
+    assert fields[-1].get("event") == "response.failed", f"no response.failed: {frames[-1:]}"
+    assert fields[-2].get("event") == "error", f"no error event: {frames[-2:]}"
+    return str(json.loads(fields[-2]["data"])["message"])
+
+
+async def _run(http: httpx.AsyncClient, rig: Rig, case: Case) -> tuple[Case, str | None, float]:
+    base = rig.proxies[case.target].url
+    body = request_body(case.client, f"{case.fault.name}:{case.client}", case.stream)
+    t0 = time.monotonic()
+    try:
+        r = await asyncio.wait_for(http.post(base + PATH[case.client], json=body), 15)
+    except Exception as exc:  # a hang or a broken connection
+        return case, f"{type(exc).__name__}: {exc}", time.monotonic() - t0
+    elapsed = time.monotonic() - t0
+    fault = case.fault
+    expected = fault.status
+    if case.stream and fault.stream_status != -1:
+        expected = fault.stream_status
+    needle, limit = fault.needle, fault.limit
+    try:
+        if expected is None:  # after the stream started: the terminal error
+            assert r.status_code == 200, f"status {r.status_code}: {r.text[:300]}"
+            if case.client == case.target:
+                assert r.content.startswith(_frames(TEXT_CAPTURE[case.client])[0])
+                message = passthrough_terminal_error(case.client, r.content)
+            else:
+                message = terminal_error(case.client, r.content)
+            needle = STREAM_NEEDLE.get(fault.name, needle)
+            limit = STREAM_LIMIT.get(fault.name, limit)
+        else:
+            assert r.status_code == expected, (
+                f"status {r.status_code}, expected {expected}: {r.text[:300]}"
+            )
+            message = error_message(case.client, r.json())
+        assert needle.lower() in message.lower(), f"message {message!r} lacks {needle!r}"
+        assert elapsed < limit + SLACK, f"took {elapsed:.2f}s, limit {limit}s + slack"
+    except AssertionError as exc:
+        return case, str(exc), elapsed
+    return case, None, elapsed
+
+
+def test_fault_matrix_ends_every_case_with_the_client_protocols_error_and_leaves_nothing(
+    rig: Rig,
+) -> None:
+    async def main() -> list[tuple[Case, str | None, float]]:
+        limits = httpx.Limits(max_connections=500, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=15, limits=limits) as http:
+            return await asyncio.gather(*(_run(http, rig, c) for c in CASES))
+
+    t0 = time.monotonic()
+    with quiet():
+        results = asyncio.run(main())
+    wall = time.monotonic() - t0
+    failures = [f"{c.id}: {p}" for c, p, _ in results if p]
+    slowest = max(results, key=lambda x: x[2])
+    summary = (
+        f"{len(CASES)} fault cases ({len(FAULTS)} faults) in {wall:.2f}s, "
+        f"slowest {slowest[0].id} {slowest[2]:.2f}s, failures {len(failures)}"
+    )
+    print(summary)
+    assert not failures, summary + "\n" + "\n".join(failures)
+    assert_nothing_left_behind(rig)
+
+
+def _pool_state(app: ProxaiMiddleware) -> tuple[int, int, int]:
+    """(connections, active connections, requests in flight or queued) of the httpx pool."""
+    pool = app.http.client._transport._pool  # type: ignore[attr-defined]
+    conns = list(pool.connections)
+    active = [c for c in conns if not (c.is_idle() or c.is_closed())]
+    return len(conns), len(active), len(pool._requests)
+
+
+def _foreign(tasks: list[asyncio.Task[Any]]) -> list[str]:
+    """Tasks that are not the uvicorn server's own main task."""
+    out = []
+    for t in tasks:
+        coro = t.get_coro()
+        name = getattr(coro, "__qualname__", repr(coro))
+        if name != "Server.serve":
+            out.append(name)
+    return out
+
+
+def assert_nothing_left_behind(rig: Rig) -> None:
+    deadline = time.monotonic() + 3
+    while True:
+        leftovers = {t: _foreign(s.tasks()) for t, s in rig.proxies.items()}
+        pools = {t: s.call(_async(_pool_state, rig.apps[t])) for t, s in rig.proxies.items()}
+        upstream_open = rig.raw.open_connections
+        clean = (
+            not any(leftovers.values())
+            and all(active == 0 and queued == 0 for _, active, queued in pools.values())
+            and upstream_open == 0
+        )
+        if clean or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert clean, (
+        f"left behind: tasks {leftovers}, pools {pools}, upstream connections {upstream_open}"
+    )
+
+
+async def _async(fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
+# ------------------------------------------------------------ client disconnect
+
+
+def _raw_request(url: str, path: str, body: bytes) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    sock.sendall(head + body)
+    return sock
+
+
+PAIRS = [(c, u) for c in PROTOCOLS for u in PROTOCOLS]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_client_disconnect_closes_the_upstream_request_within_100ms(rig: Rig, stream: bool) -> None:
+    with quiet():
+        _disconnect_latencies(rig, stream)
+
+
+def _disconnect_latencies(rig: Rig, stream: bool) -> None:
+    latencies: dict[str, float] = {}
+    for client, target in PAIRS:
+        seen = len(rig.raw.conns)
+        body = json.dumps(request_body(client, f"hold:{client}", stream)).encode()
+        sock = _raw_request(rig.proxies[target].url, PATH[client], body)
+        try:
+            if stream:
+                # Wait for the translated stream to start flowing to the client.
+                data = b""
+                while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) == 0:
+                    chunk = sock.recv(65536)
+                    assert chunk, f"{client}->{target}: proxy closed before streaming"
+                    data += chunk
+                assert data.startswith(b"HTTP/1.1 200"), data[:200]
+            else:
+                deadline = time.monotonic() + 5
+                while len(rig.raw.conns) == seen:  # until the upstream has the request
+                    assert time.monotonic() < deadline, "the upstream never got the request"
+                    time.sleep(0.002)
+            conn = rig.raw.conns[seen]
+            time.sleep(0.05)  # the proxy is now waiting on the upstream
+        finally:
+            closed = time.monotonic()
+            sock.close()
+        deadline = time.monotonic() + 5
+        while conn.closed_at is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert conn.closed_at is not None, f"{client}->{target}: upstream request never closed"
+        latencies[f"{client}->{target}"] = conn.closed_at - closed
+    worst = max(latencies, key=lambda k: latencies[k])
+    summary = (
+        f"disconnect ({'stream' if stream else 'json'}): {len(latencies)} pairs, "
+        f"max {latencies[worst] * 1000:.1f} ms ({worst}), "
+        f"mean {sum(latencies.values()) / len(latencies) * 1000:.1f} ms"
+    )
+    print(summary)
+    assert all(v < 0.1 for v in latencies.values()), summary + f" {latencies}"
