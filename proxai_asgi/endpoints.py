@@ -5,7 +5,8 @@
   estimate (about four characters per token, see ``tokens.py``), marked with the
   response header ``x-proxai-token-count: estimate``.
 - ``GET /v1/models``: the models a client may ask for, in the client's list shape
-  (Anthropic when the request carries ``anthropic-version``, OpenAI otherwise). Exact
+  (Anthropic when the request carries ``anthropic-version``, OpenAI otherwise, plus
+  Codex's ``{"models": [...]}`` key when it asks with ``?client_version=``). Exact
   route patterns are listed as they are; a glob route lists what its upstream reports
   (fetched from the upstream's own models endpoint) that the glob matches.
 """
@@ -72,8 +73,10 @@ async def count_tokens(ex: Exchange, body: bytes) -> None:
     await ex._json(200, answer, [(b"x-proxai-token-count", b"estimate")])
 
 
-async def list_models(mw: ProxaiMiddleware, headers: RawHeaders) -> bytes:
+async def list_models(mw: ProxaiMiddleware, headers: RawHeaders, query: bytes = b"") -> bytes:
     anthropic_shape = any(k == b"anthropic-version" for k, _ in headers)
+    # Codex's model manager asks with ?client_version=... and reads {"models": [...]}.
+    codex_shape = b"client_version=" in query
     names: list[str] = []
     for route in mw.router.routes:
         if not _GLOB & set(route.model):
@@ -94,14 +97,13 @@ async def list_models(mw: ProxaiMiddleware, headers: RawHeaders) -> bytes:
                 "last_id": names[-1] if names else None,
             }
         )
-    return _enc.encode(
-        {
-            "object": "list",
-            "data": [
-                {"id": n, "object": "model", "created": 0, "owned_by": "proxai"} for n in names
-            ],
-        }
-    )
+    listing: dict[str, Any] = {
+        "object": "list",
+        "data": [{"id": n, "object": "model", "created": 0, "owned_by": "proxai"} for n in names],
+    }
+    if codex_shape:
+        listing["models"] = [{"slug": n, "display_name": n} for n in names]
+    return _enc.encode(listing)
 
 
 async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeaders) -> list[str]:

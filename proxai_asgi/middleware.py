@@ -143,7 +143,9 @@ class ProxaiMiddleware:
             if self.prefix:
                 path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
             if path in ("/v1/models", "/models"):
-                body = await endpoints.list_models(self, scope.get("headers", []))
+                body = await endpoints.list_models(
+                    self, scope.get("headers", []), scope.get("query_string", b"")
+                )
                 headers = [_JSON, (b"content-length", str(len(body)).encode())]
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 await send({"type": "http.response.body", "body": body})

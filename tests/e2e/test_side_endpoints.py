@@ -65,3 +65,14 @@ def test_models_are_listed_in_the_openai_and_anthropic_shapes() -> None:
             assert httpx.get(base + "/v1/other").text == "inner"
     assert fake.seen[0].path == "/v1/models"
     assert fake.seen[0].headers["x-api-key"] == "sk-ant-up"
+
+
+def test_codex_asking_with_client_version_gets_the_models_key() -> None:
+    fake = FakeUpstream()
+    app = ProxaiMiddleware(fake, routes=[Route("house", Upstream.inner_app("anthropic_messages"))])
+    with serve(app) as base:
+        body = httpx.get(base + "/v1/models?client_version=0.169.0").json()
+        plain = httpx.get(base + "/v1/models").json()
+    assert [m["slug"] for m in body["models"]] == ["house"]
+    assert [m["id"] for m in body["data"]] == ["house"]
+    assert "models" not in plain
