@@ -172,9 +172,51 @@ def fold(events: Sequence[c.StreamEvent]) -> c.Response:
     )
 
 
+class RefusalJoin:
+    """Holds each text block's ``BlockStop`` back by one event, so that a refusal block
+    coming right after a text block starts before that text block stops.
+
+    The overlap is how a canonical stream says that a refusal belongs with the text
+    before it (one Chat message with ``content`` and ``refusal``; one Responses message
+    item with an ``output_text`` and a ``refusal`` part): the Responses stream encoder
+    then puts the refusal in the text's message item, as its ``output_items`` does for a
+    refusal part directly after a text part, so streamed and non-streamed answers have
+    the same items. Producers whose text closes first (Responses message parts,
+    ``unfold``) pass their events through one of these; the Chat decoder keeps its text
+    block open across a refusal on its own. Stateful: one per stream.
+    """
+
+    __slots__ = ("_held", "_texts")
+
+    def __init__(self) -> None:
+        self._held: c.BlockStop | None = None
+        self._texts: set[int] = set()  # text blocks started and not stopped
+
+    def __call__(self, events: list[c.StreamEvent]) -> list[c.StreamEvent]:
+        out: list[c.StreamEvent] = []
+        for ev in events:
+            held = self._held
+            if held is not None:
+                self._held = None
+                if isinstance(ev, c.BlockStart) and ev.kind == "refusal":
+                    out.append(ev)
+                    out.append(held)
+                    continue
+                out.append(held)
+            if isinstance(ev, c.BlockStart) and ev.kind == "text":
+                self._texts.add(ev.index)
+            elif isinstance(ev, c.BlockStop) and ev.index in self._texts:
+                self._texts.discard(ev.index)
+                self._held = ev
+                continue
+            out.append(ev)
+        return out
+
+
 def unfold(response: c.Response) -> list[c.StreamEvent]:
     """A whole response as the canonical stream that would have produced it
-    (for a streaming client whose upstream answered with plain JSON)."""
+    (for a streaming client whose upstream answered with plain JSON); a refusal right
+    after a text starts before that text stops (``RefusalJoin``)."""
     out: list[c.StreamEvent] = [
         c.MessageStart(id=response.id, model=response.model, created=response.created)
     ]
@@ -229,4 +271,4 @@ def unfold(response: c.Response) -> list[c.StreamEvent]:
             refusal_explanation=response.refusal_explanation,
         )
     )
-    return out
+    return RefusalJoin()(out)

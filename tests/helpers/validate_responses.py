@@ -12,9 +12,10 @@ Rules (OpenAI's wire behaviour plus DESIGN.md "Wire facts"):
   every other item event names an added, not yet done item by output_index and item_id;
 - content parts: ``content_part.added`` (content_index 0, 1, ... per item, empty text)
   comes before any text / refusal / reasoning-text delta of that part; ``*.done`` text
-  equals the deltas joined; ``content_part.done`` carries the final part; no empty text
-  or refusal part; output_text parts carry ``annotations`` (``annotation_index`` 0, 1...)
-  and ``logprobs``;
+  equals the deltas joined; ``content_part.done`` carries the final part; no empty
+  reasoning_text part (an output_text / refusal part may be empty: its item opens with
+  the block, before any text); output_text parts carry ``annotations``
+  (``annotation_index`` 0, 1...) and ``logprobs``;
 - reasoning summaries: ``reasoning_summary_part.added`` (summary_index 0, 1...) before its
   text deltas, then ``reasoning_summary_text.done`` and ``reasoning_summary_part.done``;
 - function / custom tool calls: arguments / input deltas, then ``*.done`` with the joined
@@ -270,7 +271,10 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
             p = _part_of(where, ev, it)
             key = "refusal" if kind == "response.refusal.done" else "text"
             assert ev.get(key) == p.text, f"{where}: done text != the deltas joined"
-            assert p.text, f"{where}: an empty {p.type} part"
+            # An empty output_text / refusal part is valid Responses: a message item opens
+            # with its text block, before anyone knows whether text follows. Reasoning
+            # parts open with their first text and are never empty.
+            assert p.text or p.type != "reasoning_text", f"{where}: an empty {p.type} part"
             assert not p.text_done, f"{where}: text done twice"
             p.text_done = True
         elif kind == "response.output_text.annotation.added":

@@ -329,7 +329,9 @@ def test_chat_assistant_tool_calls_become_tool_use_blocks_of_one_anthropic_assis
             "",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason='empty arguments "" (invalid JSON) become input {} '
+                reason='deliberate: empty arguments "" become input {} because "" is how an '
+                "argument-less call arrives (a streamed call with no argument fragments, some "
+                'Chat servers), so it means "no arguments", not broken JSON '
                 "(anthropic_messages/request.py _arguments_out)",
             ),
         ),
@@ -465,11 +467,6 @@ def test_anthropic_tool_result_is_error_never_maps_to_responses_incomplete(is_er
     assert item["call_id"] == "toolu_1"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="function_call_output is sent without a status (openai_responses/request.py "
-    "_item_out: FunctionCallOutputItem(call_id, output) leaves status None, omitted)",
-)
 @pytest.mark.parametrize("is_error", [True, False])
 def test_anthropic_tool_result_becomes_responses_function_call_output_with_status_completed(
     is_error: bool,
@@ -656,6 +653,25 @@ def test_chat_refusal_becomes_a_refusal_part_of_the_same_responses_message_item(
     ]
 
 
+def test_chat_streamed_refusal_is_a_refusal_part_of_the_same_responses_message_item() -> None:
+    """MP-22, streamed: content and refusal deltas are one message item with two parts,
+    as in the non-streamed translation (the refusal part follows the text part)."""
+    raw = chat_sse(
+        chat_chunk({"role": "assistant", "content": "I can help with safe alternatives."}),
+        chat_chunk({"refusal": "No."}),
+        chat_chunk({}, "stop"),
+        chat_usage_chunk(),
+        "[DONE]",
+    )
+    s = validate_responses(translate_stream(CHAT, RESPONSES, raw))
+    assert s.response is not None
+    (item,) = s.response["output"]
+    assert [(p["type"], p.get("text", p.get("refusal"))) for p in item["content"]] == [
+        ("output_text", "I can help with safe alternatives."),
+        ("refusal", "No."),
+    ]
+
+
 def test_chat_tool_calls_become_sibling_responses_items_after_the_message_item() -> None:
     """MP-23: "tool_calls[] | Separate function_call / custom_tool_call output items | After
     the assistant message content item. Do not put tool calls inside
@@ -715,20 +731,58 @@ def test_chat_refusal_becomes_anthropic_text_block_with_refusal_stop_and_explana
     assert out["stop_details"].get("category") is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an empty Chat answer becomes an Anthropic message with content [] and "
-    "stop_reason end_turn (openai_chat/response.py decode_response only rejects "
-    "audio-only answers; anthropic_messages/response.py encode_response accepts no blocks)",
-)
+@pytest.mark.parametrize("client", [ANTHROPIC, RESPONSES])
 @pytest.mark.parametrize("content", [None, ""], ids=["null", "empty"])
 def test_chat_response_without_text_refusal_or_function_calls_is_rejected_toward_anthropic(
-    content: str | None,
+    content: str | None, client: ProtocolName
 ) -> None:
     """MP-27: "reject responses without representable text, refusal, or function tool
     calls." """
     body = chat_completion({"role": "assistant", "content": content})
-    rejected(translate_json, CHAT, ANTHROPIC, body, status=502)
+    err = rejected(translate_json, CHAT, client, body, status=502)
+    assert "no representable answer" in str(err)
+
+
+@pytest.mark.parametrize("client", [ANTHROPIC, RESPONSES])
+def test_chat_stream_without_text_refusal_or_function_calls_is_rejected(
+    client: ProtocolName,
+) -> None:
+    """MP-27, streamed: the same check at ``finish_reason`` when nothing representable
+    was streamed (reasoning alone is not an answer)."""
+    raw = chat_sse(
+        chat_chunk({"role": "assistant", "content": ""}),
+        chat_chunk({"reasoning_content": "Hmm."}),
+        chat_chunk({}, "stop"),
+        chat_usage_chunk(),
+        "[DONE]",
+    )
+    err = rejected(translate_stream, CHAT, client, raw, status=502)
+    assert "no representable answer" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("finish", "stop"), [("length", "max_tokens"), ("content_filter", "refusal")]
+)
+@pytest.mark.parametrize("mode", ["json", "stream"])
+def test_chat_empty_answer_cut_by_length_or_a_filter_is_a_stop_not_rejected(
+    mode: str, finish: str, stop: str
+) -> None:
+    """MP-27's exceptions: an empty answer with ``finish_reason: "length"`` is a
+    representable max_tokens stop (the model ran out of tokens before any text), and
+    one with ``content_filter`` (Azure: content null) a representable filtered stop."""
+    if mode == "json":
+        body = chat_completion({"role": "assistant", "content": None}, finish)
+        out = translate_json(CHAT, ANTHROPIC, body)
+        assert (out["content"], out["stop_reason"]) == ([], stop)
+    else:
+        raw = chat_sse(
+            chat_chunk({"role": "assistant", "content": ""}),
+            chat_chunk({}, finish),
+            chat_usage_chunk(),
+            "[DONE]",
+        )
+        s = validate_anthropic(translate_stream(CHAT, ANTHROPIC, raw))
+        assert (s.blocks, s.stop_reason) == ([], stop)
 
 
 # ================================================== Chat -> Anthropic streaming
@@ -872,9 +926,10 @@ INTERMEDIATE = {"prompt_tokens": 900, "completion_tokens": 800, "total_tokens": 
             "finish-chunk-then-done",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="usage carried on the finish_reason chunk becomes the final usage when "
-                "no usage-only chunk follows (openai_chat/stream.py ChatStreamDecoder.feed "
-                "keeps it as _fallback_usage)",
+                reason="deliberate: usage carried on the finish_reason chunk becomes the final "
+                "usage only when no usage-only chunk follows, because DeepSeek-style servers "
+                "send usage nowhere else and their real figures beat reporting zero "
+                "(openai_chat/stream.py ChatStreamDecoder.feed keeps it as _fallback_usage)",
             ),
         ),
     ],

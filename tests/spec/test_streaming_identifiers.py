@@ -75,7 +75,8 @@ from typing import Any
 import pytest
 
 from proxai_asgi import reasoning_carry
-from proxai_asgi.codec import ProtocolName
+from proxai_asgi.codec import ProtocolName, fold
+from proxai_asgi.protocols import get_codec
 from tests.spec._util import (
     ANTHROPIC,
     CHAT,
@@ -465,22 +466,7 @@ def test_chat_tool_call_index_first_fragment_carries_id_and_name(upstream: Proto
 # ======================================== the same logical response everywhere
 
 
-@pytest.mark.parametrize(
-    "client",
-    [
-        CHAT,
-        pytest.param(
-            RESPONSES,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the preface text's message item is only added at its first delta, "
-                "after both tool calls were added: output is [fc_a, fc_b, msg] at "
-                "output_index 0/1/2, not [msg, fc_a, fc_b] (openai_responses/stream.py "
-                "ResponsesStreamEncoder._block_start defers text blocks to _open_text)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("client", [CHAT, RESPONSES])
 def test_spec_example_reaches_each_client_as_the_same_logical_response(
     client: ProtocolName,
 ) -> None:
@@ -511,6 +497,10 @@ def test_spec_example_reaches_each_client_as_the_same_logical_response(
             "function_call",
             "function_call",
         ]
+        # ... and the same items, ids and order as the non-streamed translation.
+        folded = fold(decode_stream(ANTHROPIC, spec_example_anthropic()))
+        whole = get_codec(RESPONSES).encode_response(folded, client_request(stream=False))
+        assert responses_items(out) == json.loads(whole)["output"]
 
 
 # ============================================ synthesizing missing identifiers
@@ -696,10 +686,11 @@ def anthropic_prefix() -> bytes:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="Anthropic message_delta produces nothing for a Chat client; finish and usage "
-    "chunks come only with message_stop (anthropic_messages/stream.py "
-    "AnthropicStreamDecoder._on_message_delta holds stop_reason/usage until "
-    "_on_message_stop emits Finish)",
+    reason="deliberate: the Chat finish and usage chunks come with message_stop, not "
+    "message_delta, because the client-agnostic decoder emits one canonical Finish at "
+    "message_stop (where Responses clients need it, SI-17) and message_stop follows "
+    "message_delta at once (anthropic_messages/stream.py AnthropicStreamDecoder."
+    "_on_message_delta holds stop_reason/usage until _on_message_stop emits Finish)",
 )
 def test_anthropic_to_chat_emits_finish_and_usage_at_message_delta_and_done_at_message_stop() -> (
     None
@@ -782,19 +773,12 @@ def test_responses_terminal_snapshot_is_emitted_once_at_message_stop(
     assert [i["call_id"] for i in s.response["output"]] == ["toolu_a"]
 
 
-_DEFERRED_TEXT = (
-    "text blocks are put on the wire lazily: content_block_start(text) emits nothing, the "
-    "message item is added at the first text delta (openai_responses/stream.py "
-    "ResponsesStreamEncoder._block_start / _open_text)"
-)
 _EAGER_REASONING = (
-    "content_block_start(thinking) already emits response.output_item.added for the "
-    "reasoning item (openai_responses/stream.py ResponsesStreamEncoder._block_start)"
-)
-_MESSAGE_KEPT_OPEN = (
-    "content_block_stop(text) closes only the content part; the message item's "
-    "output_item.done waits for the next item or the terminal event "
-    "(openai_responses/stream.py _text_stop keeps self._msg reusable)"
+    "deliberate: content_block_start(thinking) emits response.output_item.added for the "
+    "reasoning item at once, because the Responses grammar needs every item added (and its "
+    "output_index allocated, in block-start order) before any of its events; the spec's "
+    '"registered only" describes ProxAI\'s internals, not a wire requirement '
+    "(openai_responses/stream.py ResponsesStreamEncoder._block_start)"
 )
 
 START = a_message_start()
@@ -860,11 +844,7 @@ MAPPING = {
         ["response.incomplete"],
     ),
 }
-XFAIL_ROWS = {
-    "content_block_start-text": _DEFERRED_TEXT,
-    "content_block_start-thinking": _EAGER_REASONING,
-    "content_block_stop-text": _MESSAGE_KEPT_OPEN,
-}
+XFAIL_ROWS = {"content_block_start-thinking": _EAGER_REASONING}
 
 
 def _label(ev: dict[str, Any]) -> str:
@@ -1046,12 +1026,6 @@ def test_chat_drops_anthropic_redacted_thinking(mode: str) -> None:
 # ==================================================== concept hierarchy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="consecutive Anthropic text blocks share one Responses message item, the second "
-    "as content_index 1 (openai_responses/stream.py ResponsesStreamEncoder._open_text reuses "
-    "the latest message item; response.py output_items does the same)",
-)
 @pytest.mark.parametrize("mode", ["stream", "json"])
 def test_each_anthropic_block_is_one_responses_item_with_one_content_part(mode: str) -> None:
     """SI-25: "Each Anthropic block maps 1:1 to one Responses item with exactly one content

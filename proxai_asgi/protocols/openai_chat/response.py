@@ -76,6 +76,22 @@ def finish_reason_for(stop: c.StopReason | None, has_tool_calls: bool) -> str:
     return policy.chat_finish(stop)
 
 
+# finish_reasons whose empty answer is still a representable stop: truncated before any
+# text (max_tokens / incomplete), or withheld by the provider's filter (Azure answers
+# content null + content_filter: an Anthropic refusal, a Responses content_filter stop).
+EMPTY_ANSWER_FINISHES = frozenset({"length", "content_filter"})
+
+
+def representable(content: Iterable[c.Part], finish_reason: str | None) -> bool:
+    """Whether a Chat answer has something a client can be given (spec message-placement:
+    reject answers without text, refusal or tool calls), or is an empty answer that is a
+    stop of its own (``EMPTY_ANSWER_FINISHES``). Reasoning alone is not an answer."""
+    return finish_reason in EMPTY_ANSWER_FINISHES or any(
+        (isinstance(p, (c.Text, c.Refusal)) and p.text) or isinstance(p, c.ToolCall)
+        for p in content
+    )
+
+
 def fallback_tool_id(response_id: str, n: int) -> str:
     """The id of the n-th tool call when the upstream gave none."""
     return ids.item_id("call_", response_id, n)
@@ -206,6 +222,11 @@ def decode_response(body: bytes) -> c.Response:
         )
     if not content and msg.audio is not None:
         raise _bad_gateway("upstream Chat completion holds only audio, which cannot be carried")
+    if not representable(content, choice.finish_reason):
+        raise _bad_gateway(
+            "upstream Chat completion has no representable answer: no content, no refusal "
+            f"and no tool calls (finish_reason {choice.finish_reason!r})"
+        )
 
     return c.Response(
         id=response_id,

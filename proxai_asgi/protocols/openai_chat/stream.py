@@ -19,7 +19,9 @@ Encoder (canonical events -> client Chat SSE)::
     NEW --MessageStart--> OPEN --Finish | StreamError--> DONE
 
 The encoder allocates ``tool_calls[].index`` in BlockStart order and writes every chunk
-with the same id / created / model envelope (assembled once, as bytes).
+with the same id / created / model envelope (assembled once, as bytes). A refusal that
+starts after content was sent is held back while it repeats that content, and left out if
+it is exactly that content (never the same text in ``content`` and ``refusal``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ...sse import DONE_FRAME, SSEEvent
 from . import wire as w
 from .errors import encode_openai_error, kind_from_fields, status_from_fields
 from .response import (
+    EMPTY_ANSWER_FINISHES,
     REASONING_SEPARATOR,
     annotations_for,
     fallback_tool_id,
@@ -96,6 +99,7 @@ class ChatStreamDecoder:
         "_open",
         "_reasoning",
         "_refusal",
+        "_representable",
         "_saw_refusal",
         "_state",
         "_stop",
@@ -115,6 +119,7 @@ class ChatStreamDecoder:
         # chat tool_calls[].index -> (canonical block, custom?, call id)
         self._tools: dict[int, tuple[int, bool, str]] = {}
         self._saw_refusal = False
+        self._representable = False  # a text, refusal or tool call block was started
         self._stop: c.StopReason | None = None
         self._fallback_usage: c.Usage | None = None
 
@@ -260,6 +265,13 @@ class ChatStreamDecoder:
                 self._delta(delta, out)
 
         if choice.finish_reason is not None and state is DecoderState.STREAMING:
+            if not self._representable and choice.finish_reason not in EMPTY_ANSWER_FINISHES:
+                # As decode_response: nothing a client can be given (an empty answer cut
+                # by length or content_filter is still a representable stop).
+                raise _bad_gateway(
+                    "upstream Chat stream has no representable answer: no content, no "
+                    f"refusal and no tool calls (finish_reason {choice.finish_reason!r})"
+                )
             self._close_all(out)
             self._stop = stop_from_finish(choice.finish_reason, self._saw_refusal)
             if chunk.usage is not None:
@@ -283,6 +295,7 @@ class ChatStreamDecoder:
         if d.content:
             self._close_reasoning(out)
             if self._text is None:
+                self._representable = True
                 self._text = self._new_index()
                 self._start(out, c.BlockStart(index=self._text, kind="text"))
             out.append(c.BlockDelta(index=self._text, text=d.content))
@@ -290,6 +303,7 @@ class ChatStreamDecoder:
             self._close_reasoning(out)
             self._saw_refusal = True
             if self._refusal is None:
+                self._representable = True
                 self._refusal = self._new_index()
                 self._start(out, c.BlockStart(index=self._refusal, kind="refusal"))
             out.append(c.BlockDelta(index=self._refusal, text=d.refusal))
@@ -324,6 +338,7 @@ class ChatStreamDecoder:
             self._close_text(out)
             self._close_reasoning(out)
             self._close_refusal(out)
+            self._representable = True
             index = self._new_index()
             self._tools[key] = (index, custom, tc.id)
             self._start(
@@ -379,6 +394,7 @@ class ChatStreamEncoder:
 
     __slots__ = (
         "_blocks",
+        "_content",
         "_content_len",
         "_head",
         "_include_usage",
@@ -386,6 +402,7 @@ class ChatStreamEncoder:
         "_pre",
         "_reasoning_emitted",
         "_refusal_emitted",
+        "_refusal_held",
         "_response_id",
         "_state",
         "_text_blocks",
@@ -402,8 +419,12 @@ class ChatStreamEncoder:
         self._blocks: dict[int, _Block] = {}
         self._text_blocks: list[_Block] = []  # text blocks with citations, in order
         self._tools = 0
+        self._content: list[str] = []  # the content fragments sent, for the RS-3 check
         self._content_len = 0
         self._refusal_emitted = False
+        # Refusal text held back while it repeats the content already sent (None: not
+        # holding; the refusal streams as it comes).
+        self._refusal_held: str | None = None
         self._reasoning_emitted = False
 
     @property
@@ -519,6 +540,7 @@ class ChatStreamEncoder:
         kind = b.kind
         if kind == _TEXT:
             self._content_len += len(text)
+            self._content.append(text)
             return self._chunk(w.DeltaOut(content=text))
         if kind == _TOOL:
             if b.custom:
@@ -536,13 +558,35 @@ class ChatStreamEncoder:
                 self._reasoning_emitted = True
             return self._chunk(w.DeltaOut(reasoning_content=text))
         if kind == _REFUSAL:
+            held = self._refusal_held
+            if held is None and self._content_len and not self._refusal_emitted:
+                held = ""  # content went out first: hold while the refusal repeats it
+            if held is not None:
+                held += text
+                if "".join(self._content).startswith(held):
+                    self._refusal_held = held
+                    return b""
+                self._refusal_held = None  # not a repeat of the content: send it all
+                text = held
             self._refusal_emitted = True
             return self._chunk(w.DeltaOut(refusal=text))
         return b""
 
+    def _release_refusal(self) -> bytes:
+        """At the finish, the refusal held back goes out as ``delta.refusal`` unless it
+        is exactly the content sent (spec refusal-and-status: never the same text in both
+        ``content`` and ``refusal``; sent content cannot be taken back, so the repeated
+        refusal is the one left out). Decided on the whole content, as the non-streamed
+        answer decides."""
+        held, self._refusal_held = self._refusal_held, None
+        if not held or held == "".join(self._content):
+            return b""
+        self._refusal_emitted = True
+        return self._chunk(w.DeltaOut(refusal=held))
+
     def _finish(self, ev: c.Finish) -> bytes:
         self._state = EncoderState.DONE
-        out = b""
+        out = self._release_refusal()
         if (
             ev.stop_reason == "refusal"
             and ev.refusal_explanation

@@ -649,7 +649,10 @@ def _item_out(p: c.Reasoning | c.ToolCall | c.ToolResult, report: TranslationRep
         output = _tool_output(p.content, report)
         if p.kind == "custom":
             return w.CustomToolCallOutputItem(call_id=p.call_id, output=output)
-        return w.FunctionCallOutputItem(call_id=p.call_id, output=output)
+        # Always "completed", whatever is_error (spec message-placement: a failed tool
+        # run is still a finished one; the error text is in the output). The SDK's
+        # FunctionCallOutput param allows status; custom_tool_call_output has none.
+        return w.FunctionCallOutputItem(call_id=p.call_id, output=output, status="completed")
     return _reasoning_out(p, report)
 
 

@@ -355,26 +355,41 @@ def _tool_choice_out(tc: c.ToolChoice | None) -> Any:
     return tc.mode
 
 
-def output_items(response: c.Response, status: str) -> list[w.OutputItem]:
-    """The canonical content as Responses output items: consecutive text/refusal parts
-    form one message item; reasoning and tool calls are sibling items after it."""
+def output_items(response: c.Response) -> list[w.OutputItem]:
+    """The canonical content as Responses output items, exactly as the stream encoder
+    emits them (spec streaming-identifiers: one canonical block, one item):
+
+    - each text part is its own message item with one ``output_text`` part, an empty
+      text included (the stream opens the item at the block's start, before knowing
+      whether any text follows; an empty ``output_text`` part is valid Responses);
+    - a refusal part directly after a text part is that message item's second part
+      (Chat ``content`` + ``refusal`` are one message); any other refusal is a message
+      item of its own;
+    - reasoning and tool calls are sibling items, in content order.
+
+    Every item is ``completed``: a part is done once its block stopped, and a truncated
+    answer says so in the response status and ``incomplete_details``.
+    """
     rid = response.id
     items: list[w.OutputItem] = []
-    parts: list[w.OutputContent] = []
+    joinable: w.OutputMessage | None = None  # a text's message a refusal may join
     for p in response.content:
-        if isinstance(p, c.Text):
-            if p.text:
-                parts.append(text_part(p.text, p.citations))
-            continue
-        if isinstance(p, c.Refusal):
-            if p.text:
-                parts.append(w.OutputRefusal(refusal=p.text))
+        if isinstance(p, (c.Text, c.Refusal)):
+            if isinstance(p, c.Refusal):
+                part: w.OutputContent = w.OutputRefusal(refusal=p.text)
+                if joinable is not None:
+                    joinable.content.append(part)
+                    joinable = None
+                    continue
+            else:
+                part = text_part(p.text, p.citations)
+            msg = message_item(rid, len(items), [part], "completed")
+            items.append(msg)
+            joinable = msg if isinstance(p, c.Text) else None
             continue
         if not isinstance(p, (c.Reasoning, c.ToolCall)):
             continue  # server tool parts have no stream shape: dropped in both paths alike
-        if parts:
-            items.append(message_item(rid, len(items), parts, "completed"))
-            parts = []
+        joinable = None
         n = len(items)
         if isinstance(p, c.Reasoning):
             items.append(
@@ -388,10 +403,6 @@ def output_items(response: c.Response, status: str) -> list[w.OutputItem]:
         else:
             item_id = tool_item_id(p.kind, p.item_id, rid, n)
             items.append(tool_item(p.kind, item_id, p.id, p.name, p.arguments, "completed"))
-    if parts:
-        # A truncated answer leaves its last message incomplete (the stream closes that
-        # message only at its terminal event, with the same status).
-        items.append(message_item(rid, len(items), parts, message_status(status)))
     shown = any(isinstance(p, (c.Text, c.Refusal)) and p.text for p in response.content)
     if shows_explanation(response.stop_reason, response.refusal_explanation, shown):
         items.append(refusal_message(rid, len(items), response.refusal_explanation or ""))
@@ -416,7 +427,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
         created_at=response.created or int(time.time()),
         model=response.model,
         status=status,
-        output=output_items(response, status),
+        output=output_items(response),
         usage=response.usage,
         stop=response.stop_reason,
     )

@@ -11,7 +11,11 @@ items and unknown item / event types are skipped; breaks of the grammar raise a 
 Encoder: canonical stream events -> Responses SSE for a client. It allocates the
 Responses bookkeeping the canonical stream does not carry: item ids, output_index
 (in item-added order), content_index, sequence_number, and the final snapshot whose
-``output`` is every item exactly as its ``response.output_item.done`` carried it.
+``output`` is every item exactly as its ``response.output_item.done`` carried it. Every
+item is added at its block's start, so output_index follows block-start order: a text
+block is one message item with one part (added with the block, done at its stop); a
+refusal block started while the text block before it is open is that item's second part
+(``codec.RefusalJoin``); ``response.output_items`` builds the same items unstreamed.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
+from ...codec import RefusalJoin
 from ...errors import ProxyError, kind_for_status
 from ...sse import SSEEvent
 from . import response as r
@@ -90,6 +95,9 @@ class ResponsesStreamDecoder:
         self._next_block = 0
         self._has_tool_calls = False
         self._has_refusal = False
+        # A message's text part stops only at the next event, after a refusal part that
+        # follows it has started: that refusal stays in the text's message item.
+        self._join = RefusalJoin()
 
     # ------------------------------------------------------------------ entry points
 
@@ -111,7 +119,7 @@ class ResponsesStreamDecoder:
         if handler is None:
             return []
         try:
-            return handler(self, ev)
+            return self._join(handler(self, ev))
         except ProxyError:
             self.phase = DecoderPhase.CLOSED
             raise
@@ -120,13 +128,15 @@ class ResponsesStreamDecoder:
         if self.phase is DecoderPhase.CLOSED:
             return []
         self.phase = DecoderPhase.CLOSED
-        return [
-            c.StreamError(
-                status=502,
-                kind="bad_gateway",
-                message="the upstream stream ended before its terminal event",
-            )
-        ]
+        return self._join(
+            [
+                c.StreamError(
+                    status=502,
+                    kind="bad_gateway",
+                    message="the upstream stream ended before its terminal event",
+                )
+            ]
+        )
 
     # --------------------------------------------------------------------- helpers
 
@@ -545,27 +555,43 @@ class EncoderPhase(enum.Enum):
 
 
 class _Message:
-    """A message item: one per run of text / refusal blocks."""
+    """A message item: one per text block, or one per refusal block; a refusal block
+    started right after a text block, while that text is still open, is the text's
+    message item's second part (Chat ``content`` + ``refusal``)."""
 
-    __slots__ = ("item_id", "n", "open_parts", "parts")
+    __slots__ = ("item_id", "n", "open_parts", "parts", "pending")
 
     def __init__(self, item_id: str, n: int) -> None:
         self.item_id = item_id
         self.n = n
         self.parts: list[w.OutputContent | None] = []  # None while the part is open
         self.open_parts = 0
+        # A refusal that joined while the text part is open: parts stream one at a time,
+        # so its part is announced (with what it held) when the text part is done.
+        self.pending: _TextBlock | None = None
 
 
 class _TextBlock:
-    """A text or refusal block: a content part of a message item, opened at its first
-    non-empty delta (a block that never has text emits nothing)."""
+    """A text or refusal block: a content part of a message item, announced at the
+    block's start (so output_index follows block-start order) and done at its stop."""
 
-    __slots__ = ("chunks", "ci", "citations", "msg", "refusal", "whole_part_citations")
+    __slots__ = (
+        "chunks",
+        "ci",
+        "citations",
+        "msg",
+        "opened",
+        "refusal",
+        "stopped",
+        "whole_part_citations",
+    )
 
-    def __init__(self, refusal: bool) -> None:
+    def __init__(self, refusal: bool, msg: _Message, ci: int) -> None:
         self.refusal = refusal
-        self.msg: _Message | None = None
-        self.ci = 0
+        self.msg = msg
+        self.ci = ci
+        self.opened = False  # content_part.added was sent (not yet, while pending)
+        self.stopped: str | None = None  # the status it stopped with while pending
         self.chunks: list[str] = []
         self.citations: list[w.UrlCitation] = []
         # Citations without offsets: they span the whole part, announced when it ends.
@@ -668,8 +694,10 @@ class ResponsesStreamEncoder:
         self._created = 0
         self._blocks: dict[int, _Block] = {}
         self._items: list[w.OutputItem | None] = []  # by output_index; None while open
-        self._msg: _Message | None = None  # the latest message item, while reusable
-        self._shown = False  # a text or refusal part was announced
+        # The message item of the text block started last, while a refusal block
+        # starting next may join it (any other block start ends that chance).
+        self._msg: _Message | None = None
+        self._shown = False  # a text or refusal block had text
 
     # ------------------------------------------------------------------ entry point
 
@@ -766,45 +794,25 @@ class ResponsesStreamEncoder:
     def _refusal_explanation(self, text: str) -> bytes:
         """A refusal with nothing shown: a message item whose refusal part is the
         explanation (the non-streamed answer's ``r.refusal_message``)."""
-        block = _TextBlock(refusal=True)
-        out = self._open_text(block)
-        msg = block.msg
-        assert msg is not None
-        out += self._frame(
-            w.RefusalDelta(
-                item_id=msg.item_id,
-                output_index=msg.n,
-                content_index=block.ci,
-                delta=text,
-                sequence_number=self._next(),
-            )
-        )
-        out += self._text_stop(block, text, "completed")
         self._msg = None
-        return out + self._message_done(msg, "completed")
+        block, out = self._open_text(refusal=True)
+        out += self._text_delta(block, text)
+        return out + self._text_stop(block, text, "completed")
 
     def _close_all(self, status: str) -> bytes:
         """Close every block and item still open, in output order."""
         out = b""
         for index in sorted(self._blocks, key=lambda i: _output_index(self._blocks[i])):
             out += self._block_stop(c.BlockStop(index=index), status)
-        msg, self._msg = self._msg, None
-        if msg is not None:
-            out += self._message_done(msg, status)
         return out
 
     # -------------------------------------------------------------------- items
 
     def _add_item(self, item: w.OutputItem) -> bytes:
-        """Announce a new output item; the current message item stops being reusable
-        (and is done now if none of its parts is still open)."""
-        out = b""
-        msg, self._msg = self._msg, None
-        if msg is not None and msg.open_parts == 0:
-            out = self._message_done(msg, "completed")
+        """Announce a new output item at the next output_index."""
         self._items.append(None)
         n = len(self._items) - 1
-        return out + self._frame(
+        return self._frame(
             w.OutputItemAdded(output_index=n, item=item, sequence_number=self._next())
         )
 
@@ -823,10 +831,12 @@ class ResponsesStreamEncoder:
     def _block_start(self, ev: c.BlockStart) -> bytes:
         if ev.index in self._blocks:
             return b""  # a repeated start changes nothing
-        n = len(self._items)
         if ev.kind in ("text", "refusal"):
-            self._blocks[ev.index] = _TextBlock(refusal=ev.kind == "refusal")
-            return b""
+            block, out = self._open_text(refusal=ev.kind == "refusal")
+            self._blocks[ev.index] = block
+            return out
+        self._msg = None
+        n = len(self._items)
         if ev.kind == "tool_call":
             item_id = r.tool_item_id(ev.tool_kind, ev.item_id, self._upstream_id, n)
             tool = _ToolBlock(n, item_id, ev)
@@ -843,31 +853,8 @@ class ResponsesStreamEncoder:
             return b""
         block.chunks.append(ev.text)
         if isinstance(block, _TextBlock):
-            msg = block.msg
-            out = b""
-            if msg is None:
-                out = self._open_text(block)
-                msg = block.msg
-                assert msg is not None
-            if block.refusal:
-                return out + self._frame(
-                    w.RefusalDelta(
-                        item_id=msg.item_id,
-                        output_index=msg.n,
-                        content_index=block.ci,
-                        delta=ev.text,
-                        sequence_number=self._next(),
-                    )
-                )
-            return out + self._frame(
-                w.OutputTextDelta(
-                    item_id=msg.item_id,
-                    output_index=msg.n,
-                    content_index=block.ci,
-                    delta=ev.text,
-                    sequence_number=self._next(),
-                )
-            )
+            self._shown = True
+            return self._text_delta(block, ev.text) if block.opened else b""
         if isinstance(block, _ToolBlock):
             delta_cls = w.CustomInputDelta if block.kind == "custom" else w.ArgumentsDelta
             return self._frame(
@@ -924,35 +911,76 @@ class ResponsesStreamEncoder:
             )
         )
 
-    def _open_text(self, block: _TextBlock) -> bytes:
-        """Give a text/refusal block its content part: in the current message item when
-        it is still the latest item and idle, else in a new message item."""
-        out = b""
-        msg = self._msg
-        if msg is None or msg.open_parts or msg.n != len(self._items) - 1:
-            n = len(self._items)
-            item_id = ids.item_id("msg_", self._upstream_id, n)
-            out = self._add_item(w.OutputMessage(id=item_id, status="in_progress"))
-            msg = self._msg = _Message(item_id, n)
-        block.msg = msg
-        block.ci = len(msg.parts)
+    def _open_text(self, *, refusal: bool) -> tuple[_TextBlock, bytes]:
+        """A text / refusal block's content part, announced now: a refusal joins the
+        message item of the text block started just before it (while that item is still
+        open); anything else opens a message item of its own (``output_items`` does the
+        same for a non-streamed answer)."""
+        joined = self._msg if refusal else None
+        self._msg = None
+        if joined is not None:
+            block = _TextBlock(refusal, joined, len(joined.parts))
+            joined.parts.append(None)
+            joined.open_parts += 1
+            joined.pending = block
+            return block, b""
+        n = len(self._items)
+        item_id = ids.item_id("msg_", self._upstream_id, n)
+        out = self._add_item(w.OutputMessage(id=item_id, status="in_progress"))
+        msg = _Message(item_id, n)
+        if not refusal:
+            self._msg = msg
+        block = _TextBlock(refusal, msg, 0)
         msg.parts.append(None)
         msg.open_parts += 1
-        self._shown = True
+        return block, out + self._part_added(block)
+
+    def _part_added(self, block: _TextBlock) -> bytes:
+        block.opened = True
         part: w.OutputText | w.OutputRefusal = (
             w.OutputRefusal(refusal="") if block.refusal else w.OutputText(text="")
         )
-        out += self._frame(
+        return self._frame(
             w.ContentPartAdded(
-                item_id=msg.item_id,
-                output_index=msg.n,
+                item_id=block.msg.item_id,
+                output_index=block.msg.n,
                 content_index=block.ci,
                 part=part,
                 sequence_number=self._next(),
             )
         )
-        for i, cite in enumerate(block.citations):
-            out += self._annotation(block, msg, i, cite)
+
+    def _text_delta(self, block: _TextBlock, text: str) -> bytes:
+        msg = block.msg
+        if block.refusal:
+            return self._frame(
+                w.RefusalDelta(
+                    item_id=msg.item_id,
+                    output_index=msg.n,
+                    content_index=block.ci,
+                    delta=text,
+                    sequence_number=self._next(),
+                )
+            )
+        return self._frame(
+            w.OutputTextDelta(
+                item_id=msg.item_id,
+                output_index=msg.n,
+                content_index=block.ci,
+                delta=text,
+                sequence_number=self._next(),
+            )
+        )
+
+    def _open_pending(self, block: _TextBlock) -> bytes:
+        """A joined refusal's turn: its part opens with what it held so far (and is done
+        at once if its block already stopped)."""
+        out = self._part_added(block)
+        held = "".join(block.chunks)
+        if held:
+            out += self._text_delta(block, held)
+        if block.stopped is not None:
+            out += self._text_stop(block, held, block.stopped)
         return out
 
     def _annotation(self, block: _TextBlock, msg: _Message, i: int, cite: w.UrlCitation) -> bytes:
@@ -978,8 +1006,7 @@ class ResponsesStreamEncoder:
                 continue
             ann = r.citation_out(cite, 0)
             block.citations.append(ann)
-            if block.msg is not None:  # else announced when the part opens
-                out += self._annotation(block, block.msg, len(block.citations) - 1, ann)
+            out += self._annotation(block, block.msg, len(block.citations) - 1, ann)
         return out
 
     def _signature(self, ev: c.BlockSignature) -> None:
@@ -996,6 +1023,9 @@ class ResponsesStreamEncoder:
             return b""
         text = "".join(block.chunks)
         if isinstance(block, _TextBlock):
+            if not block.opened:  # a joined refusal still waiting for the text part
+                block.stopped = status
+                return b""
             return self._text_stop(block, text, status)
         if isinstance(block, _ToolBlock):
             done_cls = w.CustomInputDone if block.kind == "custom" else None
@@ -1064,8 +1094,6 @@ class ResponsesStreamEncoder:
 
     def _text_stop(self, block: _TextBlock, text: str, status: str) -> bytes:
         msg = block.msg
-        if msg is None:
-            return b""  # never had text: nothing was announced
         part: w.OutputText | w.OutputRefusal
         if block.refusal:
             part = w.OutputRefusal(refusal=text)
@@ -1105,13 +1133,16 @@ class ResponsesStreamEncoder:
         )
         msg.parts[block.ci] = part
         msg.open_parts -= 1
-        if msg.open_parts == 0 and msg is not self._msg:
-            # Superseded by a later item while this part was open: done now.
+        pending, msg.pending = msg.pending, None
+        if pending is not None:
+            out += self._open_pending(pending)  # done with the item, when it stops
+        elif msg.open_parts == 0:
+            # The item is done with its (last) part: a refusal can no longer join it.
+            if self._msg is msg:
+                self._msg = None
             out += self._message_done(msg, status)
         return out
 
 
 def _output_index(block: _Block) -> int:
-    if isinstance(block, _TextBlock):
-        return block.msg.n if block.msg is not None else -1
-    return block.n
+    return block.msg.n if isinstance(block, _TextBlock) else block.n

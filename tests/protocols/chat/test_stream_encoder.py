@@ -236,6 +236,52 @@ def test_encoder_refusal_finish_after_refusal_deltas_adds_nothing() -> None:
 
 
 @pytest.mark.parametrize(
+    ("fragments", "stopped", "refusal"),
+    [
+        (["No", " way."], True, None),  # the content again, in pieces: left out
+        (["No", " way."], False, None),  # ... also when the block is still open at finish
+        (["No"], True, "No"),  # a prefix only: not the same text, sent at the finish
+        (["No", " thanks."], True, "No thanks."),  # diverges: sent whole, from then on
+    ],
+    ids=["repeat", "repeat-open-at-finish", "prefix", "diverges"],
+)
+def test_encoder_refusal_repeating_the_sent_content_is_not_sent_again(
+    fragments: list[str], stopped: bool, refusal: str | None
+) -> None:
+    """RS-3: never the same text in ``content`` and ``refusal``; the content is already
+    out, so a refusal that only repeats it is the part left out."""
+    events: list[c.StreamEvent] = [
+        START,
+        *text_events("No way."),
+        c.BlockStart(index=1, kind="refusal"),
+        *(c.BlockDelta(index=1, text=f) for f in fragments),
+    ]
+    if stopped:
+        events.append(c.BlockStop(index=1))
+    _, s = run([*events, END])
+    assert (s.content, s.refusal) == ("No way.", refusal)
+
+
+def test_encoder_refusal_repeat_is_judged_on_the_whole_content_and_refusal() -> None:
+    """As the non-streamed answer judges it: all refusal text against all content, once
+    the answer is finished (order kept across refusal blocks)."""
+
+    def refusal(index: int, text: str) -> list[c.StreamEvent]:
+        return [
+            c.BlockStart(index=index, kind="refusal"),
+            c.BlockDelta(index=index, text=text),
+            c.BlockStop(index=index),
+        ]
+
+    _, s = run([START, *text_events("0"), *refusal(1, "0"), *text_events("0", index=2), END])
+    assert (s.content, s.refusal) == ("00", "0")  # more content came: not a repeat
+    _, s = run([START, *text_events("ab"), *refusal(1, "a"), *refusal(2, "b"), END])
+    assert (s.content, s.refusal) == ("ab", None)  # together they repeat it
+    _, s = run([START, *text_events("ab"), *refusal(1, "a"), *refusal(2, "c"), END])
+    assert (s.content, s.refusal) == ("ab", "ac")
+
+
+@pytest.mark.parametrize(
     ("stop", "finish"),
     [
         ("end_turn", "stop"),

@@ -162,7 +162,7 @@ def test_tool_results_become_function_call_output_items_in_order() -> None:
         )
     )
     assert body["input"] == [
-        {"type": "function_call_output", "call_id": "a", "output": "l1\nl2"},
+        {"type": "function_call_output", "call_id": "a", "output": "l1\nl2", "status": "completed"},
         {
             "type": "function_call_output",
             "call_id": "b",
@@ -170,8 +170,9 @@ def test_tool_results_become_function_call_output_items_in_order() -> None:
                 {"type": "input_text", "text": "see"},
                 {"type": "input_image", "image_url": "https://x/i.png", "detail": "auto"},
             ],
+            "status": "completed",
         },
-        {"type": "function_call_output", "call_id": "c", "output": ""},
+        {"type": "function_call_output", "call_id": "c", "output": "", "status": "completed"},
     ]
 
 

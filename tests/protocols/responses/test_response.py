@@ -387,9 +387,14 @@ def test_a_refusal_explanation_is_not_added_when_the_answer_already_shows_someth
     assert body["output"] == []
 
 
-def test_empty_text_parts_are_never_emitted() -> None:
+def test_an_empty_text_part_is_a_message_item_with_an_empty_output_text_part() -> None:
+    """As streamed: the stream opens a text block's message item at the block's start,
+    before it knows whether text follows, so an empty text is an item here too."""
     body = client_json(response(c.Text(text=""), c.ToolCall(id="a", name="f", arguments="{}")))
-    assert [i["type"] for i in body["output"]] == ["function_call"]
+    assert [i["type"] for i in body["output"]] == ["message", "function_call"]
+    assert body["output"][0]["content"] == [
+        {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    ]
 
 
 def test_server_tool_parts_have_no_client_shape_and_are_left_out() -> None:
@@ -419,7 +424,10 @@ def test_stop_reason_maps_to_the_responses_status(
     assert body["error"] is None
 
 
-def test_a_truncated_answer_leaves_its_last_message_incomplete() -> None:
+def test_a_truncated_answer_has_completed_items_and_says_so_in_the_response_status() -> None:
+    """Every item is done with its block (a stream sends a text's ``output_item.done`` at
+    the block's stop, before the stop reason is known), so the items are ``completed``
+    both ways; the truncation is the response's ``incomplete`` status and details."""
     body = client_json(
         response(
             c.Text(text="a"),
@@ -428,7 +436,9 @@ def test_a_truncated_answer_leaves_its_last_message_incomplete() -> None:
             stop_reason="max_tokens",
         )
     )
-    assert [i.get("status") for i in body["output"]] == ["completed", "completed", "incomplete"]
+    assert [i.get("status") for i in body["output"]] == ["completed", "completed", "completed"]
+    assert body["status"] == "incomplete"
+    assert body["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
 def test_usage_carries_cached_and_reasoning_token_details() -> None:

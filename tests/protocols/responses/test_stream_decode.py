@@ -12,6 +12,7 @@ from proxai_asgi.codec import fold
 from proxai_asgi.errors import ProxyError
 from proxai_asgi.protocols.openai_responses import CODEC
 from proxai_asgi.sse import SSEEvent
+from tests.helpers.validate_responses import validate_responses_stream
 
 from ._util import decode_stream, frames
 
@@ -710,3 +711,38 @@ def test_a_delta_on_an_item_of_another_kind_is_a_502() -> None:
             )
         )
     assert exc.value.status == 502
+
+
+def test_a_refusal_part_after_a_text_part_starts_before_the_text_block_stops() -> None:
+    """The overlap (``codec.RefusalJoin``) keeps the two parts in one message item for a
+    Responses client, as the non-streamed answer has them; the text block stops at the
+    next event, so every block is still stopped before the terminal."""
+    parts = [
+        {"type": "output_text", "text": "Sure.", "annotations": []},
+        {"type": "refusal", "refusal": "But not that."},
+    ]
+    msg = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    body: list[dict[str, Any]] = [*created(), added(0, {**msg, "status": "in_progress"})]
+    for ci, part in enumerate(parts):
+        key = "text" if part["type"] == "output_text" else "refusal"
+        kind = "output_text" if key == "text" else "refusal"
+        base = {"output_index": 0, "item_id": "msg_1", "content_index": ci}
+        body += [
+            {"type": "response.content_part.added", **base, "part": {**part, key: ""}},
+            {"type": f"response.{kind}.delta", **base, "delta": part[key]},
+            {"type": f"response.{kind}.done", **base, key: part[key]},
+            {"type": "response.content_part.done", **base, "part": part},
+        ]
+    body += [done(0, {**msg, "status": "completed", "content": parts}), completed()]
+    events = decode_stream(frames(*body))
+    check_well_formed(events)
+    kinds = [
+        (type(e).__name__, e.index) for e in events if isinstance(e, (c.BlockStart, c.BlockStop))
+    ]
+    assert kinds == [("BlockStart", 0), ("BlockStart", 1), ("BlockStop", 0), ("BlockStop", 1)]
+    assert fold(events).content == [c.Text(text="Sure."), c.Refusal(text="But not that.")]
+    enc = CODEC.stream_encoder(c.Request(model="m", messages=[]))
+    streamed = validate_responses_stream(b"".join(enc.encode(e) for e in events))
+    assert streamed.response is not None
+    (item,) = streamed.response["output"]
+    assert [p["type"] for p in item["content"]] == ["output_text", "refusal"]

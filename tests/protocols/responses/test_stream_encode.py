@@ -11,7 +11,7 @@ from openai.types.responses import Response
 
 from proxai_asgi import canonical as c
 from proxai_asgi import reasoning_carry
-from proxai_asgi.codec import unfold
+from proxai_asgi.codec import fold, unfold
 from proxai_asgi.protocols.openai_responses import CODEC
 
 from ._util import encode_stream, encode_validated, req, response, sdk_accumulate, sdk_events
@@ -90,39 +90,109 @@ def test_a_text_block_streams_as_item_part_deltas_and_dones() -> None:
     ]
 
 
-def test_a_text_block_without_text_emits_nothing() -> None:
-    s = encode_validated(
-        [
-            START,
-            c.BlockStart(index=0, kind="text"),
-            c.BlockDelta(index=0, text=""),
-            c.BlockStop(index=0),
-            finish(),
-        ]
-    )
-    assert types(s.events) == ["response.created", "response.in_progress", "response.completed"]
+def test_a_text_block_without_text_is_a_message_item_with_an_empty_part() -> None:
+    """The item is announced at the block's start (before anyone knows whether text
+    follows), so a block that never has text ends as an empty output_text part; the
+    non-streamed answer has the same item."""
+    events: list[c.StreamEvent] = [
+        START,
+        c.BlockStart(index=0, kind="text"),
+        c.BlockDelta(index=0, text=""),
+        c.BlockStop(index=0),
+        finish(),
+    ]
+    s = encode_validated(events)
+    assert types(s.events) == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert s.items[0]["content"] == [
+        {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    ]
+    assert s.response is not None
+    whole = json.loads(CODEC.encode_response(fold(events), req()))
+    assert s.response["output"] == whole["output"]
 
 
-def test_consecutive_text_and_refusal_blocks_share_one_message_item() -> None:
+def test_a_refusal_started_while_its_text_is_open_is_that_message_items_second_part() -> None:
+    """Chat content + refusal (and a Responses message's text + refusal parts) are one
+    message item: the refusal's part waits for the text part to be done (parts stream one
+    at a time), then the item is done with both."""
     s = encode_validated(
         [
             START,
             c.BlockStart(index=0, kind="text"),
             c.BlockDelta(index=0, text="safe"),
-            c.BlockStop(index=0),
             c.BlockStart(index=1, kind="refusal"),
-            c.BlockDelta(index=1, text="no"),
+            c.BlockDelta(index=1, text="n"),
+            c.BlockDelta(index=0, text="!"),
+            c.BlockStop(index=0),
+            c.BlockDelta(index=1, text="o"),
             c.BlockStop(index=1),
             finish("refusal"),
         ]
     )
-    assert [e["type"] for e in s.events if "refusal" in e["type"]] == [
-        "response.refusal.delta",
-        "response.refusal.done",
+    assert [(e["type"], e.get("content_index")) for e in s.events[2:-1]] == [
+        ("response.output_item.added", None),
+        ("response.content_part.added", 0),
+        ("response.output_text.delta", 0),
+        ("response.output_text.delta", 0),
+        ("response.output_text.done", 0),
+        ("response.content_part.done", 0),
+        ("response.content_part.added", 1),
+        ("response.refusal.delta", 1),  # what it held while the text part was open
+        ("response.refusal.delta", 1),
+        ("response.refusal.done", 1),
+        ("response.content_part.done", 1),
+        ("response.output_item.done", None),
     ]
     assert len(s.items) == 1
-    assert [p["type"] for p in s.items[0]["content"]] == ["output_text", "refusal"]
+    assert s.items[0]["content"] == [
+        {"type": "output_text", "text": "safe!", "annotations": [], "logprobs": []},
+        {"type": "refusal", "refusal": "no"},
+    ]
     assert s.response is not None and s.response["status"] == "failed"
+
+
+def test_a_refusal_after_its_text_stopped_is_a_message_item_of_its_own() -> None:
+    """The text's item was done at its stop; a refusal meant for it starts before that
+    stop (``codec.RefusalJoin``), so one starting later is a new item."""
+    s = encode_validated(
+        [
+            START,
+            *[c.BlockStart(index=0, kind="text"), c.BlockDelta(index=0, text="safe")],
+            c.BlockStop(index=0),
+            *[c.BlockStart(index=1, kind="refusal"), c.BlockDelta(index=1, text="no")],
+            c.BlockStop(index=1),
+            finish("refusal"),
+        ]
+    )
+    assert [[p["type"] for p in i["content"]] for i in s.items] == [["output_text"], ["refusal"]]
+
+
+def test_a_joined_refusal_that_stops_before_its_text_is_sent_whole_after_the_text() -> None:
+    s = encode_validated(
+        [
+            START,
+            c.BlockStart(index=0, kind="text"),
+            c.BlockStart(index=1, kind="refusal"),
+            c.BlockDelta(index=1, text="no"),
+            c.BlockStop(index=1),
+            c.BlockDelta(index=0, text="safe"),
+            c.BlockStop(index=0),
+            finish(),
+        ]
+    )
+    assert s.items[0]["content"] == [
+        {"type": "output_text", "text": "safe", "annotations": [], "logprobs": []},
+        {"type": "refusal", "refusal": "no"},
+    ]
 
 
 def test_reasoning_summary_blocks_stream_as_a_summary_part_and_carry_their_token() -> None:
