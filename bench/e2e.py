@@ -3,7 +3,7 @@
 Measures, in one run:
 - events/s of a long stream read directly from the upstream, through the proxy as
   pass-through, and through the proxy translated (Chat upstream -> Anthropic and
-  Responses clients);
+  Responses clients), with the proxy process's CPU time per event;
 - added time to first byte of a small non-streamed request (p50, p99) over a direct
   call, pass-through and translated.
 
@@ -83,8 +83,21 @@ def start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
-def stream_rate(url: str, body: dict[str, object], runs: int = 5) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stream_rate(
+    url: str, body: dict[str, object], runs: int = 9, proxy_pid: int | None = None
+) -> tuple[float, float]:
+    """Median events/s read by the client, and the proxy's CPU µs per event read
+    (0 without ``proxy_pid``): on two cores shared by client, proxy and upstream the
+    rate depends on scheduling; the proxy's CPU per event does not."""
     rates = []
+    events_total = 0
+    cpu0 = cpu_seconds(proxy_pid) if proxy_pid else 0.0
     with httpx.Client(timeout=60) as client:
         for _ in range(runs):
             t = time.perf_counter()
@@ -94,7 +107,9 @@ def stream_rate(url: str, body: dict[str, object], runs: int = 5) -> float:
                     if line.startswith("data:"):
                         events += 1
             rates.append(events / (time.perf_counter() - t))
-    return statistics.median(rates)
+            events_total += events
+    cpu = (cpu_seconds(proxy_pid) - cpu0) / events_total * 1e6 if proxy_pid else 0.0
+    return statistics.median(rates), cpu
 
 
 def ttfb(url: str, body: dict[str, object], n: int = 300) -> tuple[float, float]:
@@ -132,24 +147,24 @@ def main() -> None:
                 up_port,
             )
         )
-        procs.append(
-            start(
-                [
-                    PY,
-                    "-m",
-                    "proxai_asgi",
-                    "--port",
-                    str(px_port),
-                    "--upstream-protocol",
-                    "openai_chat_completions",
-                    "--upstream-url",
-                    f"http://127.0.0.1:{up_port}/v1",
-                    "--log-level",
-                    "warning",
-                ],
-                px_port,
-            )
+        proxy_proc = start(
+            [
+                PY,
+                "-m",
+                "proxai_asgi",
+                "--port",
+                str(px_port),
+                "--upstream-protocol",
+                "openai_chat_completions",
+                "--upstream-url",
+                f"http://127.0.0.1:{up_port}/v1",
+                "--log-level",
+                "warning",
+            ],
+            px_port,
         )
+        procs.append(proxy_proc)
+        pid = proxy_proc.pid
         direct = f"http://127.0.0.1:{up_port}/v1/chat/completions"
         proxy = f"http://127.0.0.1:{px_port}"
         chat = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
@@ -160,15 +175,24 @@ def main() -> None:
             "messages": [{"role": "user", "content": "x"}],
         }
         resp = {"model": "m", "stream": True, "input": "x"}
-        print(f"stream of {n} text deltas + tool calls, events/s read by the client (median of 5):")
-        d = stream_rate(direct, chat)
-        p = stream_rate(proxy + "/v1/chat/completions", chat)
-        a = stream_rate(proxy + "/v1/messages", anth)
-        r = stream_rate(proxy + "/v1/responses", resp)
+        print(
+            f"stream of {n} text deltas + tool calls: events/s read by the client (median "
+            "of 9), and the proxy's CPU per event:"
+        )
+        d, _ = stream_rate(direct, chat)
+        p, p_cpu = stream_rate(proxy + "/v1/chat/completions", chat, proxy_pid=pid)
+        a, a_cpu = stream_rate(proxy + "/v1/messages", anth, proxy_pid=pid)
+        r, r_cpu = stream_rate(proxy + "/v1/responses", resp, proxy_pid=pid)
         print(f"  direct             {d:10.0f}")
-        print(f"  pass-through       {p:10.0f}  ({p / d:.2f}x direct)")
-        print(f"  chat -> anthropic  {a:10.0f}  ({a / p:.2f}x pass-through)")
-        print(f"  chat -> responses  {r:10.0f}  ({r / p:.2f}x pass-through)")
+        print(f"  pass-through       {p:10.0f}  ({p / d:.2f}x direct)   proxy {p_cpu:5.1f} µs/ev")
+        print(
+            f"  chat -> anthropic  {a:10.0f}  ({a / p:.2f}x pass-through)   proxy "
+            f"{a_cpu:5.1f} µs/ev ({p_cpu / a_cpu:.2f}x pass-through's events per CPU-second)"
+        )
+        print(
+            f"  chat -> responses  {r:10.0f}  ({r / p:.2f}x pass-through)   proxy "
+            f"{r_cpu:5.1f} µs/ev ({p_cpu / r_cpu:.2f}x pass-through's events per CPU-second)"
+        )
         small = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
         small_a = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
         print("non-streamed request latency, ms (p50 / p99 over 300):")

@@ -538,18 +538,13 @@ class Exchange:
 
         def emit(events: list[c.StreamEvent], out: bytearray) -> bool:
             for ev in events:
-                if unwrap:
-                    for e in unwrap.feed(ev):
-                        out += enc.encode(e)
-                else:
-                    out += enc.encode(ev)
-                if type(ev) is c.BlockDelta:
-                    continue  # nearly every event: nothing to track
                 if isinstance(ev, c.BlockStart) and ev.kind == "tool_call":
                     open_tools.add(ev.index)
                 elif isinstance(ev, c.BlockStop):
                     open_tools.discard(ev.index)
-                elif isinstance(ev, c.MessageStart):
+                for e in unwrap.feed(ev) if unwrap else (ev,):
+                    out += enc.encode(e)
+                if isinstance(ev, c.MessageStart):
                     self.response_model = ev.model
                 elif isinstance(ev, c.Finish):
                     self.usage = ev.usage
