@@ -5,7 +5,10 @@ Measures, in one run:
   pass-through, and through the proxy translated (Chat upstream -> Anthropic and
   Responses clients), with the proxy process's CPU time per event;
 - added time to first byte of a small non-streamed request (p50, p99) over a direct
-  call, pass-through and translated.
+  call, pass-through and translated;
+
+each through two proxies: the standalone server's default (plain-http upstreams through
+the lean HTTP/1.1 pool) and ``--httpx``.
 
     .venv/bin/python bench/e2e.py
 """
@@ -147,26 +150,29 @@ def main() -> None:
                 up_port,
             )
         )
-        proxy_proc = start(
-            [
+
+        def proxy_cmd(port: int, *extra: str) -> list[str]:
+            return [
                 PY,
                 "-m",
                 "proxai_asgi",
                 "--port",
-                str(px_port),
+                str(port),
                 "--upstream-protocol",
                 "openai_chat_completions",
                 "--upstream-url",
                 f"http://127.0.0.1:{up_port}/v1",
                 "--log-level",
                 "warning",
-            ],
-            px_port,
-        )
+                *extra,
+            ]
+
+        hx_port = free_port()
+        proxy_proc = start(proxy_cmd(px_port), px_port)  # the lean HTTP/1.1 pool (default)
         procs.append(proxy_proc)
-        pid = proxy_proc.pid
+        httpx_proc = start(proxy_cmd(hx_port, "--httpx"), hx_port)
+        procs.append(httpx_proc)
         direct = f"http://127.0.0.1:{up_port}/v1/chat/completions"
-        proxy = f"http://127.0.0.1:{px_port}"
         chat = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
         anth = {
             "model": "m",
@@ -180,28 +186,46 @@ def main() -> None:
             "of 9), and the proxy's CPU per event:"
         )
         d, _ = stream_rate(direct, chat)
-        p, p_cpu = stream_rate(proxy + "/v1/chat/completions", chat, proxy_pid=pid)
-        a, a_cpu = stream_rate(proxy + "/v1/messages", anth, proxy_pid=pid)
-        r, r_cpu = stream_rate(proxy + "/v1/responses", resp, proxy_pid=pid)
-        print(f"  direct             {d:10.0f}")
-        print(f"  pass-through       {p:10.0f}  ({p / d:.2f}x direct)   proxy {p_cpu:5.1f} µs/ev")
-        print(
-            f"  chat -> anthropic  {a:10.0f}  ({a / p:.2f}x pass-through)   proxy "
-            f"{a_cpu:5.1f} µs/ev ({p_cpu / a_cpu:.2f}x pass-through's events per CPU-second)"
-        )
-        print(
-            f"  chat -> responses  {r:10.0f}  ({r / p:.2f}x pass-through)   proxy "
-            f"{r_cpu:5.1f} µs/ev ({p_cpu / r_cpu:.2f}x pass-through's events per CPU-second)"
-        )
+        print(f"  direct                     {d:10.0f}")
+        for label, port, pid in (
+            ("lean", px_port, proxy_proc.pid),
+            ("httpx", hx_port, httpx_proc.pid),
+        ):
+            proxy = f"http://127.0.0.1:{port}"
+            p, p_cpu = stream_rate(proxy + "/v1/chat/completions", chat, proxy_pid=pid)
+            a, a_cpu = stream_rate(proxy + "/v1/messages", anth, proxy_pid=pid)
+            r, r_cpu = stream_rate(proxy + "/v1/responses", resp, proxy_pid=pid)
+            print(
+                f"  [{label:5s}] pass-through       {p:10.0f}  ({p / d:.2f}x direct)   "
+                f"proxy {p_cpu:5.1f} µs/ev"
+            )
+            print(
+                f"  [{label:5s}] chat -> anthropic  {a:10.0f}  ({a / p:.2f}x pass-through)   "
+                f"proxy {a_cpu:5.1f} µs/ev ({p_cpu / a_cpu:.2f}x pass-through's events per "
+                "CPU-second)"
+            )
+            print(
+                f"  [{label:5s}] chat -> responses  {r:10.0f}  ({r / p:.2f}x pass-through)   "
+                f"proxy {r_cpu:5.1f} µs/ev ({p_cpu / r_cpu:.2f}x pass-through's events per "
+                "CPU-second)"
+            )
         small = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
         small_a = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
         print("non-streamed request latency, ms (p50 / p99 over 300):")
         d50, d99 = ttfb(direct, small)
-        p50, p99 = ttfb(proxy + "/v1/chat/completions", small)
-        t50, t99 = ttfb(proxy + "/v1/messages", small_a)
-        print(f"  direct             {d50:6.2f} / {d99:6.2f}")
-        print(f"  pass-through       {p50:6.2f} / {p99:6.2f}  (+{p50 - d50:.2f} ms p50)")
-        print(f"  chat -> anthropic  {t50:6.2f} / {t99:6.2f}  (+{t50 - d50:.2f} ms p50)")
+        print(f"  direct                     {d50:6.2f} / {d99:6.2f}")
+        for label, port in (("lean", px_port), ("httpx", hx_port)):
+            proxy = f"http://127.0.0.1:{port}"
+            p50, p99 = ttfb(proxy + "/v1/chat/completions", small)
+            t50, t99 = ttfb(proxy + "/v1/messages", small_a)
+            print(
+                f"  [{label:5s}] pass-through       {p50:6.2f} / {p99:6.2f}  "
+                f"(+{p50 - d50:.2f} ms p50)"
+            )
+            print(
+                f"  [{label:5s}] chat -> anthropic  {t50:6.2f} / {t99:6.2f}  "
+                f"(+{t50 - d50:.2f} ms p50)"
+            )
     finally:
         for proc in procs:
             proc.terminate()

@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-rewrite", help="send every request upstream with this model")
     p.add_argument("--prefix", help="serve the LLM paths under this mount prefix")
     p.add_argument("--lossy", action="store_true", help="drop-and-report instead of rejecting")
+    p.add_argument(
+        "--httpx",
+        action="store_true",
+        help="send plain-http upstream requests through httpx, not the lean HTTP/1.1 pool",
+    )
     p.add_argument("--demo-protocol", choices=PROTOCOLS, help="protocol of the demo upstream")
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     return p
@@ -87,6 +92,8 @@ def build_app(
         server.demo_protocol = args.demo_protocol
     if args.log_level:
         server.log_level = args.log_level
+    if args.httpx:
+        server.lean_http = False
 
     url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
     routes: list[Route]
@@ -104,9 +111,14 @@ def build_app(
         demo = Upstream.inner_app(server.demo_protocol, name="demo", lossy=True)
         routes = [Route("*", demo, args.model_rewrite)]
         inner = DemoUpstream()
-    return ProxaiMiddleware(
-        inner, routes=routes, prefix=server.prefix, max_body_size=server.max_body_size
-    ), server
+    app = ProxaiMiddleware(
+        inner,
+        routes=routes,
+        prefix=server.prefix,
+        max_body_size=server.max_body_size,
+        lean_http=server.lean_http,
+    )
+    return app, server
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ host = "127.0.0.1"
 port = 8080
 prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
+lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
 
 [[upstreams]]
 name = "claude"
@@ -49,6 +50,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_body_size: int = 32 * 1024 * 1024
     log_level: str = "info"
     demo_protocol: ProtocolName = "openai_chat_completions"
+    lean_http: bool = True
 
 
 class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

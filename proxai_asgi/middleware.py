@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -22,6 +22,7 @@ from . import canonical as c
 from . import checks, custom_tools, endpoints, telemetry
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
+from .http1 import Http1Pool
 from .model_rewrite import rewrite_model
 from .protocols import get_codec
 from .routing import Route, Router, Upstream
@@ -72,6 +73,28 @@ def _loop_clock() -> Callable[[], float]:
         return anyio.current_time
 
 
+@asynccontextmanager
+async def _beside(watcher: Callable[[], Coroutine[Any, Any, None]]) -> AsyncIterator[None]:
+    """Run ``watcher`` while the body runs; stop it when the body ends."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another backend (trio): a task group
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+        return
+    task = loop.create_task(watcher())
+    try:
+        yield
+    finally:
+        task.cancel()
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            logger.debug("watcher failed: %r", task.exception())
+
+
 def _mask(data: bytes, secret: bytes) -> bytes:
     return data.replace(secret, b"*" * len(secret)) if secret in data else data
 
@@ -86,6 +109,10 @@ _SSE_HEADERS: RawHeaders = [
 class ProxaiMiddleware:
     """Serve the three LLM protocols in front of ``app``, translating to ``upstream``
     (or to the upstream of the first ``routes`` entry whose model glob matches).
+
+    ``lean_http=True`` sends requests to plain-``http://`` upstreams through a lean
+    built-in HTTP/1.1 pool instead of httpx (about 0.5 ms less per request on a LAN);
+    HTTPS upstreams, environment proxies and a given ``http_client`` keep httpx.
 
     ``max_connections`` bounds the pooled upstream connections; ``max_concurrency``
     bounds exchanges in flight (excess requests queue for ``queue_timeout`` seconds,
@@ -110,6 +137,7 @@ class ProxaiMiddleware:
         queue_timeout: float = 10.0,
         serve_models: bool = True,
         max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
+        lean_http: bool = False,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -118,6 +146,7 @@ class ProxaiMiddleware:
         self.prefix = prefix.rstrip("/")
         self.max_body_size = max_body_size
         self.http = HttpTransport(http_client, max_connections=max_connections)
+        self.lean = Http1Pool(max_connections) if lean_http and http_client is None else None
         # Past max_concurrency exchanges, requests wait up to queue_timeout for a
         # slot, then get a 429 in their own protocol's shape.
         self.limiter = anyio.Semaphore(max_concurrency) if max_concurrency else None
@@ -166,6 +195,8 @@ class ProxaiMiddleware:
     async def aclose(self) -> None:
         """Close pooled upstream connections (done on lifespan shutdown)."""
         await self.http.aclose()
+        if self.lean is not None:
+            await self.lean.aclose()
 
 
 class Exchange:
@@ -286,24 +317,24 @@ class Exchange:
 
     async def _watching_disconnect(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` and cancel it the moment the client goes away, which closes
-        the upstream request with it."""
+        the upstream request with it.
+
+        The watcher cancels a plain cancel scope. On asyncio it is a bare task: an
+        anyio task group costs ~75 µs to open and close, a task ~9 µs, and this runs
+        on every request."""
         error: ProxyError | None = None
-        async with anyio.create_task_group() as tg:
+        with anyio.CancelScope() as scope:
 
             async def watch() -> None:
-                while True:
-                    message = await self.receive()
-                    if message["type"] == "http.disconnect":
-                        tg.cancel_scope.cancel()
-                        return
+                while (await self.receive())["type"] != "http.disconnect":
+                    pass
+                scope.cancel()
 
-            tg.start_soon(watch)
-            try:
-                await work
-            except ProxyError as exc:
-                error = exc  # raised after the group, unwrapped
-            finally:
-                tg.cancel_scope.cancel()
+            async with _beside(watch):
+                try:
+                    await work
+                except ProxyError as exc:
+                    error = exc  # raised after the scope, unwrapped
         if error is not None:
             raise error
 
@@ -359,6 +390,9 @@ class Exchange:
         )
         if up.inner:
             return open_inner(self.mw.app, self.scope, up, headers, body)
+        lean = self.mw.lean
+        if lean is not None and lean.serves(up):
+            return lean.open(up, headers, body, raw=passthrough)
         return self.mw.http.open(up, headers, body, raw=passthrough)
 
     async def _pump(
@@ -376,12 +410,14 @@ class Exchange:
         One watchdog task per stream wakes only at possible deadlines, so the cost
         per chunk is a clock read, not a timer (a per-chunk ``fail_after`` cost
         several µs on every token)."""
-        idle, tool_idle = up.stream_idle_timeout, min(up.stream_idle_timeout, up.tool_stall_timeout)
+        # read_timeout bounds every wait for upstream bytes, here as in httpx.
+        idle = min(up.stream_idle_timeout, up.read_timeout)
+        tool_idle = min(idle, up.tool_stall_timeout)
         clock = _loop_clock()
         last = clock()
         stalled: float | None = None
         error: ProxyError | None = None
-        async with anyio.create_task_group() as tg:
+        with anyio.CancelScope() as scope:
 
             async def watchdog() -> None:
                 nonlocal stalled
@@ -390,22 +426,20 @@ class Exchange:
                     now = clock()
                     if now - last >= limit:
                         stalled = limit
-                        tg.cancel_scope.cancel()
+                        scope.cancel()
                         return
                     # Wake by this deadline, or within tool_idle of now: a chunk that
                     # arrives meanwhile may open a tool call and shorten the limit.
                     await anyio.sleep(min(last + limit - now, tool_idle) + 0.001)
 
-            tg.start_soon(watchdog)
-            try:
-                async for chunk in resp:
-                    last = clock()
-                    if await on_chunk(chunk):
-                        break
-            except ProxyError as exc:
-                error = exc
-            finally:
-                tg.cancel_scope.cancel()
+            async with _beside(watchdog):
+                try:
+                    async for chunk in resp:
+                        last = clock()
+                        if await on_chunk(chunk):
+                            break
+                except ProxyError as exc:
+                    error = exc
         if stalled is not None:
             where = "in the middle of tool-call arguments" if stalled != idle else "mid-stream"
             raise ProxyError(504, f"upstream sent nothing for {stalled:g}s {where}", kind="timeout")

@@ -153,14 +153,25 @@ def client_headers_from_upstream(headers: RawHeaders, *, passthrough: bool) -> R
 
 
 class UpstreamResponse:
-    """Status, headers and a body iterator; the same shape for both transports."""
+    """Status, headers and a body iterator; the same shape for every transport.
 
-    __slots__ = ("_chunks", "headers", "status")
+    ``read_timeout``: a transport without its own per-read timeout (the lean pool)
+    gives it here for ``read``; streams are watched by the middleware instead.
+    """
 
-    def __init__(self, status: int, headers: RawHeaders, chunks: AsyncIterator[bytes]) -> None:
+    __slots__ = ("_chunks", "headers", "read_timeout", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: RawHeaders,
+        chunks: AsyncIterator[bytes],
+        read_timeout: float | None = None,
+    ) -> None:
         self.status = status
         self.headers = headers
         self._chunks = chunks
+        self.read_timeout = read_timeout
 
     @property
     def is_event_stream(self) -> bool:
@@ -175,11 +186,21 @@ class UpstreamResponse:
     async def read(self, limit: int = 8 * 1024 * 1024) -> bytes:
         parts: list[bytes] = []
         size = 0
-        async for chunk in self._chunks:
+        while size <= limit:
+            try:
+                if self.read_timeout is None:
+                    chunk = await anext(self._chunks)
+                else:
+                    with anyio.fail_after(self.read_timeout):
+                        chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise ProxyError(
+                    504, "upstream stopped sending (read timeout)", kind="timeout"
+                ) from None
             parts.append(chunk)
             size += len(chunk)
-            if size > limit:
-                break
         return b"".join(parts)
 
 

@@ -57,7 +57,9 @@ class Stack:
         key = (protocol, inner, api_key, model_rewrite, tuple(sorted(options.items())))
         url = self._proxies.get(key)
         if url is None:
-            mw_options = {k: options.pop(k) for k in ("max_body_size", "prefix") if k in options}
+            mw_options = {
+                k: options.pop(k) for k in ("max_body_size", "prefix", "lean_http") if k in options
+            }
             if inner:
                 up = Upstream.inner_app(protocol, **options)
                 app = ProxaiMiddleware(
@@ -68,6 +70,9 @@ class Stack:
                 if protocol != "anthropic_messages":
                     base += "/v1"
                 up = Upstream(protocol, base, api_key, **options)
+                # The lean HTTP/1.1 pool unless a test asks for httpx: the fault
+                # matrix and the direct-construction tests cover httpx.
+                mw_options.setdefault("lean_http", True)
                 app = ProxaiMiddleware(
                     _app_404, routes=[Route("*", up, model_rewrite)], **mw_options
                 )

@@ -17,8 +17,9 @@ from the request's model, so the whole matrix runs concurrently.
 accept-queue slot is taken, so the kernel drops further SYNs and connects hang.
 
 After the matrix nothing is left behind: no task on the proxies' event loops but the
-server's own, no active or pending connection in the proxies' httpx pools, and every
-upstream connection closed.
+server's own, no active or pending connection in the proxies' pools, and every
+upstream connection closed. The whole module runs twice: upstream requests through
+httpx, and through the lean HTTP/1.1 pool (``lean_http=True``).
 
 Client disconnect: for all nine pairs, streamed and not, the client's socket is closed
 while the upstream is mid-answer; the time from the client's close to the upstream
@@ -270,8 +271,8 @@ def _base(url: str, protocol: str) -> str:
     return url if protocol == ANTHROPIC else url + "/v1"
 
 
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
+@pytest.fixture(scope="module", params=["httpx", "lean"])
+def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
     with ExitStack() as es:
         raw = es.enter_context(RawServer(misbehave).running())
         # Connect timeout on loopback: one accept-queue slot, taken; SYNs are dropped.
@@ -299,7 +300,7 @@ def rig() -> Iterator[Rig]:
                 ),  # type: ignore[arg-type]
                 Route("*", Upstream(target, _base(raw.url, target), "k", **timeouts)),  # type: ignore[arg-type]
             ]
-            app = ProxaiMiddleware(_inner, routes=routes)
+            app = ProxaiMiddleware(_inner, routes=routes, lean_http=request.param == "lean")
             apps[target] = app
             proxies[target] = es.enter_context(LoopServer(app))
         yield Rig(raw, proxies, apps)
@@ -498,7 +499,9 @@ def test_fault_matrix_ends_every_case_with_the_client_protocols_error_and_leaves
 
 
 def _pool_state(app: ProxaiMiddleware) -> tuple[int, int, int]:
-    """(connections, active connections, requests in flight or queued) of the httpx pool."""
+    """(connections, active connections, requests in flight or queued) of the pool."""
+    if app.lean is not None:
+        return app.lean.idle + app.lean.in_flight, app.lean.in_flight, 0
     pool = app.http.client._transport._pool  # type: ignore[attr-defined]
     conns = list(pool.connections)
     active = [c for c in conns if not (c.is_idle() or c.is_closed())]

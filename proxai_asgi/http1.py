@@ -1,0 +1,374 @@
+"""A lean HTTP/1.1 client for plain-``http://`` upstreams (vLLM, Ollama, gateways on the
+LAN), used when ``ProxaiMiddleware(lean_http=True)`` (the standalone server's default).
+
+Why not httpx here: on loopback ``httpx.AsyncClient`` spends about 0.5 ms per request
+above the round trip (client, transport and connection-pool layers, an
+``anyio.fail_after`` of ~12 µs around every read). This keeps the wire work in h11
+(strict parsing, chunked framing, keep-alive rules) over asyncio streams, keeps idle
+connections per host, and has no per-read timer: a stalled body is caught by the
+middleware's one watchdog per stream, a stalled header wait by one ``asyncio.timeout``.
+
+HTTPS upstreams, an ``http_client`` given by the user, upstreams an environment proxy
+applies to, and event loops other than asyncio stay on httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
+
+import h11
+
+from .errors import ProxyError
+from .routing import Upstream
+from .upstream import RawHeaders, UpstreamResponse
+
+_HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop reading it
+_Target = tuple[str, int, bytes, bytes]  # host, port, request target, Host header
+
+
+class _Wire(asyncio.Protocol):
+    """The socket side of one connection: what arrived, whether it ended, and a waiter
+    for the one task reading it. (A bare protocol rather than ``StreamReader``: the
+    pool must see bytes a server wrote to an idle connection, e.g. a 408 before it
+    closed, and one wake-up per read is all a reader needs.)"""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.eof = False
+        self.error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > _HIGH_WATER and self.transport is not None:
+            self.transport.pause_reading()  # back-pressure: the client reads slowly
+            self._paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def read(self) -> bytes:
+        """Everything received so far (waiting for something), or b"" at the end."""
+        if not self.chunks and not self.eof:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        chunks = self.chunks
+        if chunks:
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            self.chunks = []
+            self.size = 0
+            if self._paused and self.transport is not None:
+                self._paused = False
+                self.transport.resume_reading()
+            return data
+        if self.error is not None:
+            raise ConnectionResetError(str(self.error))
+        return b""
+
+
+class _Conn:
+    """One keep-alive connection and its h11 state."""
+
+    __slots__ = ("h11", "reused", "wire")
+
+    def __init__(self, wire: _Wire) -> None:
+        self.wire = wire
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.reused = False
+
+    def stale(self) -> bool:
+        """An idle connection the server closed or wrote to since we parked it."""
+        wire = self.wire
+        return (
+            wire.eof or bool(wire.chunks) or wire.transport is None or wire.transport.is_closing()
+        )
+
+    def close(self) -> None:
+        if self.wire.transport is not None:
+            self.wire.transport.close()
+
+
+class _Stale(Exception):
+    """A reused connection closed before any byte of the answer: safe to retry."""
+
+
+class Http1Pool:
+    """Keep-alive HTTP/1.1 connections to plain-HTTP upstreams.
+
+    At most ``max_connections`` requests are in flight (the rest wait, up to the
+    upstream's ``read_timeout``), and at most ``max_idle`` connections are kept open
+    between requests.
+    """
+
+    def __init__(self, max_connections: int = 1000, max_idle: int = 100) -> None:
+        self._slots = asyncio.Semaphore(max_connections)
+        self._max_idle = max_idle
+        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        self._n_idle = 0
+        self._targets: dict[str, _Target | None] = {}
+        self.in_flight = 0  # requests holding a connection (for tests and metrics)
+
+    # ---------------------------------------------------------------- routing
+
+    def serves(self, upstream: Upstream) -> bool:
+        """Whether this pool takes ``upstream`` (plain HTTP, no environment proxy,
+        running on asyncio); otherwise the caller uses httpx."""
+        if self._target(upstream.url) is None:
+            return False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # another event loop (trio)
+            return False
+        return True
+
+    def _target(self, url: str) -> _Target | None:
+        try:
+            return self._targets[url]
+        except KeyError:
+            pass
+        target: _Target | None = None
+        parts = urlsplit(url)
+        if parts.scheme == "http" and parts.hostname and not parts.username:
+            proxies = urllib.request.getproxies()
+            if not (proxies.get("http") or proxies.get("all")) or urllib.request.proxy_bypass(
+                parts.hostname
+            ):
+                path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                target = (
+                    parts.hostname,
+                    parts.port or 80,
+                    path.encode(),
+                    parts.netloc.rpartition("@")[2].encode(),
+                )
+        self._targets[url] = target
+        return target
+
+    # ---------------------------------------------------------------- requests
+
+    @asynccontextmanager
+    async def open(
+        self, upstream: Upstream, headers: RawHeaders, body: bytes, *, raw: bool
+    ) -> AsyncIterator[UpstreamResponse]:
+        """Send the request; yields once the answer's headers arrived. ``raw`` keeps
+        the body's content-encoding (pass-through) instead of decoding it."""
+        target = self._target(upstream.url)
+        assert target is not None, "serves() decides which upstreams come here"
+        if self._slots.locked():
+            await self._wait_for_slot(upstream.read_timeout)
+        else:
+            await self._slots.acquire()
+        conn: _Conn | None = None
+        self.in_flight += 1
+        try:
+            for _ in range(2):  # a second try only when a reused connection was stale
+                conn = await self._checkout(target, upstream.connect_timeout)
+                try:
+                    head = await self._exchange_head(
+                        conn, _request(conn, target, headers, body, raw=raw), upstream.read_timeout
+                    )
+                    break
+                except _Stale:
+                    conn.close()
+                    conn = None
+            else:  # pragma: no cover - the second connection is always fresh
+                raise ProxyError(502, "upstream closed the connection", kind="bad_gateway")
+            resp_headers = [(k.lower(), v) for k, v in head.headers]
+            chunks = self._body(conn)
+            if not raw:
+                chunks = _decoded(chunks, resp_headers)
+            yield UpstreamResponse(head.status_code, resp_headers, chunks, upstream.read_timeout)
+        finally:
+            if conn is not None:
+                self._release(target, conn)
+            self.in_flight -= 1
+            self._slots.release()
+
+    async def _wait_for_slot(self, timeout: float) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise ProxyError(504, "upstream timed out (PoolTimeout)", kind="timeout") from None
+
+    async def _checkout(self, target: _Target, connect_timeout: float) -> _Conn:
+        idle = self._idle.get((target[0], target[1]))
+        while idle:
+            conn = idle.pop()
+            self._n_idle -= 1
+            if conn.stale():
+                conn.close()
+                continue
+            conn.reused = True
+            return conn
+        try:
+            async with asyncio.timeout(connect_timeout):
+                _, wire = await asyncio.get_running_loop().create_connection(
+                    _Wire, target[0], target[1]
+                )
+        except TimeoutError:
+            raise ProxyError(504, "upstream timed out (ConnectTimeout)", kind="timeout") from None
+        except OSError:
+            raise ProxyError(
+                502, "upstream unreachable (ConnectError)", kind="bad_gateway"
+            ) from None
+        return _Conn(wire)
+
+    async def _exchange_head(
+        self, conn: _Conn, request: bytes, read_timeout: float
+    ) -> h11.Response:
+        h = conn.h11
+        received = False
+        try:
+            async with asyncio.timeout(read_timeout):
+                assert conn.wire.transport is not None
+                conn.wire.transport.write(request)
+                while True:
+                    event = h.next_event()
+                    if event is h11.NEED_DATA:
+                        data = await conn.wire.read()
+                        if not data and not received and conn.reused:
+                            raise _Stale
+                        received = True
+                        h.receive_data(data)
+                        continue
+                    if type(event) is h11.Response:
+                        return event
+                    if type(event) is h11.InformationalResponse:
+                        continue  # 100 Continue and friends: the answer follows
+                    raise ProxyError(
+                        502, "upstream closed the connection before answering", kind="bad_gateway"
+                    )
+        except TimeoutError:
+            raise ProxyError(504, "upstream timed out (ReadTimeout)", kind="timeout") from None
+        except (ConnectionError, OSError):
+            if conn.reused and not received:
+                raise _Stale from None
+            raise ProxyError(
+                502, "upstream connection failed (ReadError)", kind="bad_gateway"
+            ) from None
+        except h11.RemoteProtocolError:
+            raise ProxyError(
+                502, "upstream sent invalid HTTP (RemoteProtocolError)", kind="bad_gateway"
+            ) from None
+
+    async def _body(self, conn: _Conn) -> AsyncIterator[bytes]:
+        h = conn.h11
+        read = conn.wire.read
+        try:
+            while True:
+                event = h.next_event()
+                if event is h11.NEED_DATA:
+                    h.receive_data(await read())
+                    continue
+                kind = type(event)
+                if kind is h11.Data:
+                    yield bytes(event.data)  # type: ignore[union-attr]
+                elif kind is h11.EndOfMessage:
+                    return
+                else:  # ConnectionClosed before the body's end
+                    raise ProxyError(502, "upstream connection failed mid-body (ReadError)")
+        except h11.RemoteProtocolError:
+            raise ProxyError(
+                502, "upstream connection failed mid-body (RemoteProtocolError)", kind="bad_gateway"
+            ) from None
+        except (ConnectionError, OSError):
+            raise ProxyError(
+                502, "upstream connection failed mid-body (ReadError)", kind="bad_gateway"
+            ) from None
+
+    def _release(self, target: _Target, conn: _Conn) -> None:
+        h = conn.h11
+        if (
+            h.our_state is h11.DONE
+            and h.their_state is h11.DONE
+            and self._n_idle < self._max_idle
+            and not conn.stale()
+        ):
+            h.start_next_cycle()
+            self._idle.setdefault((target[0], target[1]), []).append(conn)
+            self._n_idle += 1
+        else:  # unread body (the client left), connection: close, or an error
+            conn.close()
+
+    @property
+    def idle(self) -> int:
+        """Connections kept open between requests."""
+        return self._n_idle
+
+    async def aclose(self) -> None:
+        for conns in self._idle.values():
+            for conn in conns:
+                conn.close()
+        self._idle.clear()
+        self._n_idle = 0
+
+
+def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, raw: bool) -> bytes:
+    """The whole request, framed by the connection's h11 state machine."""
+    out = [(b"host", target[3]), *headers, (b"content-length", str(len(body)).encode())]
+    if not raw:
+        # Translated answers are parsed here: ask for them uncompressed.
+        out.append((b"accept-encoding", b"identity"))
+    h = conn.h11
+    try:
+        head = h.send(h11.Request(method=b"POST", target=target[2], headers=out))
+        data = h.send(h11.Data(data=body)) if body else b""
+        end = h.send(h11.EndOfMessage())
+    except h11.LocalProtocolError as exc:
+        raise ProxyError(502, f"cannot send this request upstream ({exc})") from None
+    return (head or b"") + (data or b"") + (end or b"")
+
+
+async def _decoded(chunks: AsyncIterator[bytes], headers: RawHeaders) -> AsyncIterator[bytes]:
+    """The body without its content-encoding (we ask for identity; gzip and deflate
+    are still undone for servers that compress regardless)."""
+    coding = b""
+    for k, v in headers:
+        if k == b"content-encoding":
+            coding = v.strip().lower()
+    if coding in (b"", b"identity"):
+        async for chunk in chunks:
+            yield chunk
+        return
+    if coding not in (b"gzip", b"x-gzip", b"deflate"):
+        raise ProxyError(502, f"upstream body has unsupported content-encoding {coding.decode()!r}")
+    inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or a zlib header
+    try:
+        async for chunk in chunks:
+            out = inflater.decompress(chunk)
+            if out:
+                yield out
+        tail = inflater.flush()
+    except zlib.error:
+        raise ProxyError(502, "upstream body is not valid " + coding.decode()) from None
+    if tail:
+        yield tail

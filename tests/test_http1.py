@@ -1,0 +1,369 @@
+"""The lean HTTP/1.1 pool (``proxai_asgi.http1``) against scripted loopback servers.
+
+Each test runs one event loop with a keep-alive-capable raw server on 127.0.0.1 whose
+handler answers the requests of each connection as the test scripts them; the pool is
+driven directly, as the middleware drives it. Every server is closed by its test, every
+wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi.errors import ProxyError
+from proxai_asgi.http1 import Http1Pool
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@dataclass
+class Seen:
+    connections: int = 0
+    open_now: int = 0
+    most_open: int = 0
+    requests: list[bytes] = field(default_factory=list)  # request heads, in order
+
+
+# A script answers one request: (the request's head, the connection's index of this
+# request, reader, writer) -> False to close the connection afterwards.
+Script = Callable[[bytes, int, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool | None]]
+
+
+async def _serve(script: Script, seen: Seen) -> asyncio.Server:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.connections += 1
+        seen.open_now += 1
+        seen.most_open = max(seen.most_open, seen.open_now)
+        try:
+            n = 0
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                await reader.readexactly(length)
+                seen.requests.append(head)
+                keep = await script(head, n, reader, writer)
+                await writer.drain()
+                n += 1
+                if keep is False:
+                    return
+        finally:
+            seen.open_now -= 1
+            writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+def run(
+    script: Script,
+    test: Callable[[Http1Pool, Upstream, Seen], Coroutine[Any, Any, None]],
+    **upstream_options: Any,
+) -> Seen:
+    """Serve ``script``, run ``test`` against a fresh pool, close everything."""
+    seen = Seen()
+    max_connections = upstream_options.pop("max_connections", 1000)
+
+    async def main() -> None:
+        server = await _serve(script, seen)
+        port = server.sockets[0].getsockname()[1]
+        up = Upstream("openai_chat_completions", f"http://127.0.0.1:{port}/v1", **upstream_options)
+        pool = Http1Pool(max_connections=max_connections)
+        try:
+            async with asyncio.timeout(10):
+                await test(pool, up, seen)
+        finally:
+            await pool.aclose()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(main())
+    return seen
+
+
+async def fetch(pool: Http1Pool, up: Upstream, *, raw: bool = False) -> tuple[int, bytes]:
+    async with pool.open(up, [(b"content-type", b"application/json")], b"{}", raw=raw) as r:
+        return r.status, await r.read()
+
+
+async def answer_ok(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+    w.write(OK)
+
+
+# ------------------------------------------------------------------- keep-alive
+
+
+def test_sequential_requests_reuse_one_keep_alive_connection() -> None:
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        for _ in range(5):
+            assert await fetch(pool, up) == (200, b"{}")
+        assert pool.idle == 1 and pool.in_flight == 0
+
+    seen = run(answer_ok, test)
+    assert seen.connections == 1 and len(seen.requests) == 5
+
+
+def test_request_carries_host_path_length_and_asks_identity_only_when_translating() -> None:
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        await fetch(pool, up, raw=False)
+        await fetch(pool, up, raw=True)
+
+    seen = run(answer_ok, test)
+    translated, passthrough = (h.lower() for h in seen.requests)
+    assert translated.startswith(b"post /v1/chat/completions http/1.1\r\n")
+    assert b"\r\nhost: 127.0.0.1:" in translated
+    assert b"\r\ncontent-length: 2\r\n" in translated
+    assert b"accept-encoding: identity" in translated
+    assert b"accept-encoding" not in passthrough  # pass-through: the client's, or none
+
+
+def test_connection_close_answer_is_not_reused() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        for _ in range(3):
+            assert await fetch(pool, up) == (200, b"{}")
+        assert pool.idle == 0
+
+    assert run(script, test).connections == 3
+
+
+def test_chunked_and_close_delimited_bodies_arrive_whole() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        if n == 0:
+            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for part in (b'{"a":', b"1}"):
+                w.write(b"%x\r\n%s\r\n" % (len(part), part))
+            w.write(b"0\r\n\r\n")
+            return True
+        w.write(b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 100_000)  # no length: read to close
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up) == (200, b'{"a":1}')
+        assert await fetch(pool, up) == (200, b"x" * 100_000)
+        assert pool.idle == 0
+
+    assert run(script, test).connections == 1
+
+
+# ------------------------------------------------------------- stale connections
+
+
+def test_idle_connection_the_server_closed_is_replaced() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(OK)
+        return False  # a keep-alive timeout: closed without saying so
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up) == (200, b"{}")
+        await asyncio.sleep(0.05)  # the close reaches the parked connection
+        assert await fetch(pool, up) == (200, b"{}")
+
+    seen = run(script, test)
+    assert seen.connections == 2 and len(seen.requests) == 2
+
+
+def test_idle_connection_with_unsolicited_bytes_is_discarded() -> None:
+    """A server that writes a 408 to an idle connection before closing it: that 408
+    must not be taken as the answer to the next request."""
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(OK)
+        await w.drain()
+        await asyncio.sleep(0.02)
+        w.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+        await asyncio.sleep(0.5)
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up) == (200, b"{}")
+        await asyncio.sleep(0.1)
+        assert await fetch(pool, up) == (200, b"{}")
+
+    assert run(script, test).connections == 2
+
+
+def test_reused_connection_closed_before_answering_is_retried_once_on_a_new_one() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        if n == 0:
+            w.write(OK)
+            return True
+        return False  # the second request on this connection: closed unanswered
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up) == (200, b"{}")
+        assert await fetch(pool, up) == (200, b"{}")
+
+    seen = run(script, test)
+    assert seen.connections == 2 and len(seen.requests) == 3
+
+
+def test_fresh_connection_closed_before_answering_is_a_502_without_retry() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up)
+        assert err.value.status == 502
+
+    assert len(run(script, test).requests) == 1
+
+
+def test_body_left_unread_closes_the_connection() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await w.drain()
+        await r.read()  # until the pool closes its side
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        async with pool.open(up, [], b"{}", raw=True) as resp:
+            assert await anext(aiter(resp)) == b"hello"
+        assert pool.idle == 0 and pool.in_flight == 0
+        for _ in range(100):
+            if seen.open_now == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert seen.open_now == 0
+
+    run(script, test)
+
+
+# ---------------------------------------------------------------- bodies, limits
+
+
+def test_gzip_body_is_decoded_when_translating_and_relayed_as_is_in_pass_through() -> None:
+    packed = gzip.compress(b'{"ok":true}')
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(packed), packed)
+        )
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up, raw=False) == (200, b'{"ok":true}')
+        assert await fetch(pool, up, raw=True) == (200, packed)
+
+    run(script, test)
+
+
+def test_at_most_max_connections_requests_are_in_flight() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)
+        w.write(OK)
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        results = await asyncio.gather(*(fetch(pool, up) for _ in range(6)))
+        assert results == [(200, b"{}")] * 6
+
+    seen = run(script, test, max_connections=2)
+    assert seen.most_open <= 2 and len(seen.requests) == 6
+
+
+def test_header_wait_past_read_timeout_is_a_504() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(2)
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up)
+        assert err.value.status == 504 and "timed out" in str(err.value)
+        assert loop.time() - t0 < 1.0
+
+    run(script, test, read_timeout=0.2)
+
+
+def test_body_stalling_past_read_timeout_is_a_504() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{")
+        await w.drain()
+        await asyncio.sleep(2)
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up)
+        assert err.value.status == 504 and "stopped sending" in str(err.value)
+
+    run(script, test, read_timeout=0.2)
+
+
+def test_invalid_http_from_the_upstream_is_a_502() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(b"SMTP ready\r\n\r\n")
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up)
+        assert err.value.status == 502
+
+    run(script, test)
+
+
+def test_refused_connection_is_a_502() -> None:
+    async def main() -> None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        pool = Http1Pool()
+        up = Upstream("openai_chat_completions", f"http://127.0.0.1:{port}/v1")
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up)
+        assert err.value.status == 502 and "unreachable" in str(err.value)
+
+    asyncio.run(main())
+
+
+# ------------------------------------------------------------------- who uses it
+
+
+def test_only_plain_http_upstreams_without_an_environment_proxy_use_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    plain = Upstream("openai_chat_completions", "http://10.0.0.5:8000/v1")
+    tls = Upstream("openai_chat_completions", "https://api.openai.com/v1")
+
+    async def serves(pool: Http1Pool, up: Upstream) -> bool:
+        return pool.serves(up)
+
+    assert asyncio.run(serves(Http1Pool(), plain)) is True
+    assert asyncio.run(serves(Http1Pool(), tls)) is False
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+    assert asyncio.run(serves(Http1Pool(), plain)) is False
+    monkeypatch.setenv("NO_PROXY", "10.0.0.5")
+    assert asyncio.run(serves(Http1Pool(), plain)) is True
+
+
+def test_middleware_uses_httpx_when_given_a_client_or_by_default() -> None:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        pass
+
+    up = Upstream("openai_chat_completions", "http://127.0.0.1:9/v1")
+    assert ProxaiMiddleware(app, upstream=up).lean is None
+    assert ProxaiMiddleware(app, upstream=up, lean_http=True).lean is not None
+    given = httpx.AsyncClient()
+    assert ProxaiMiddleware(app, upstream=up, lean_http=True, http_client=given).lean is None
