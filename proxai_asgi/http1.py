@@ -203,8 +203,9 @@ class Http1Pool:
                 raise ProxyError(502, "upstream closed the connection", kind="bad_gateway")
             resp_headers = [(k.lower(), v) for k, v in head.headers]
             chunks = self._body(conn)
-            if not raw:
-                chunks = _decoded(chunks, resp_headers)
+            coding = _content_coding(resp_headers)
+            if coding and not raw:
+                chunks = _decoded(chunks, coding)
             yield UpstreamResponse(head.status_code, resp_headers, chunks, upstream.read_timeout)
         finally:
             if conn is not None:
@@ -348,17 +349,18 @@ def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, 
     return (head or b"") + (data or b"") + (end or b"")
 
 
-async def _decoded(chunks: AsyncIterator[bytes], headers: RawHeaders) -> AsyncIterator[bytes]:
-    """The body without its content-encoding (we ask for identity; gzip and deflate
-    are still undone for servers that compress regardless)."""
-    coding = b""
+def _content_coding(headers: RawHeaders) -> bytes:
+    """The body's content-encoding, b"" for none or identity."""
     for k, v in headers:
         if k == b"content-encoding":
             coding = v.strip().lower()
-    if coding in (b"", b"identity"):
-        async for chunk in chunks:
-            yield chunk
-        return
+            return b"" if coding == b"identity" else coding
+    return b""
+
+
+async def _decoded(chunks: AsyncIterator[bytes], coding: bytes) -> AsyncIterator[bytes]:
+    """The body without its content-encoding (we ask for identity; gzip and deflate
+    are still undone for servers that compress regardless)."""
     if coding not in (b"gzip", b"x-gzip", b"deflate"):
         raise ProxyError(502, f"upstream body has unsupported content-encoding {coding.decode()!r}")
     inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or a zlib header

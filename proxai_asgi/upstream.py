@@ -255,7 +255,11 @@ class HttpTransport:
                 502, f"upstream unreachable ({type(exc).__name__})", kind="bad_gateway"
             ) from None
         try:
-            chunks = response.aiter_raw() if raw else response.aiter_bytes()
+            # aiter_bytes only where there is something to decode: it adds a decoder
+            # and a chunker to every chunk.
+            coding = response.headers.get("content-encoding", "").strip().lower()
+            plain = raw or coding in ("", "identity")
+            chunks = response.aiter_raw() if plain else response.aiter_bytes()
             # Servers write names in any case (Go, Node: "Content-Type"); everything
             # downstream compares lowercase names, as ASGI has them.
             headers = [(k.lower(), v) for k, v in response.headers.raw]

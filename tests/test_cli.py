@@ -93,6 +93,17 @@ def test_flags_and_environment_configure_one_upstream() -> None:
     assert server.port == 9999
 
 
+def test_standalone_server_uses_the_lean_pool_unless_told_httpx(tmp_path: Path) -> None:
+    flags = ["--upstream-protocol", "openai_chat_completions"]
+    env = {"PROXAI_UPSTREAM_URL": "http://127.0.0.1:9/v1"}
+    assert app_from(flags, env)[0].lean is not None
+    assert app_from([*flags, "--httpx"], env)[0].lean is None
+    path = tmp_path / "proxai.toml"
+    path.write_text("[server]\nlean_http = false\n")
+    app, server = app_from(["--config", str(path), *flags], env)
+    assert server.lean_http is False and app.lean is None
+
+
 def test_toml_config_builds_routes_with_keys_from_the_environment(tmp_path: Path) -> None:
     path = tmp_path / "proxai.toml"
     path.write_text(

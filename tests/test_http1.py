@@ -264,6 +264,19 @@ def test_gzip_body_is_decoded_when_translating_and_relayed_as_is_in_pass_through
     run(script, test)
 
 
+def test_unknown_content_encoding_is_a_502_when_translating() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nabc")
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up, raw=False)
+        assert err.value.status == 502 and "content-encoding" in str(err.value)
+        assert await fetch(pool, up, raw=True) == (200, b"abc")
+
+    run(script, test)
+
+
 def test_at_most_max_connections_requests_are_in_flight() -> None:
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
         await asyncio.sleep(0.05)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 
@@ -378,3 +379,30 @@ def test_codex_custom_tool_stream_unwraps_to_a_custom_tool_call_item(
     (item,) = s.response["output"]
     assert item["type"] == "custom_tool_call" and item["input"] == patch
     assert fake.seen[0].json()["tools"][0]["type"] == "function"
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "httpx"])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+def test_gzip_compressed_upstream_answer_is_decoded_before_translation(
+    stack: Stack, fake: FakeUpstream, lean: bool, stream: bool
+) -> None:
+    """An upstream that compresses although the translated request did not ask it to."""
+    capture = "chat_sse_text_basic_include_usage" if stream else "chat_json_text_basic"
+    plain = reply_from_capture(capture)
+    packed = gzip.compress(b"".join(plain.chunks))
+    half = len(packed) // 2  # two chunks: the inflater must carry state across them
+    fake.push(
+        Reply(200, [*plain.headers, ("content-encoding", "gzip")], [packed[:half], packed[half:]])
+    )
+    base = stack.proxy(fake, "openai_chat_completions", lean_http=lean)
+    path, body = CLIENT["anthropic_messages"]
+    r = httpx.post(base + path, json={**body, "stream": stream}, timeout=20)
+    assert r.status_code == 200, r.text
+    if stream:
+        s = validate_anthropic_stream(r.content)
+        assert s.error is None and s.stop_reason == "end_turn"
+        assert "".join(b.text for b in s.blocks)
+    else:
+        assert r.json()["content"][0]["text"]
+    if lean:  # httpx asks for gzip itself; the lean pool asks for none
+        assert fake.seen[-1].headers.get("accept-encoding") == "identity"
