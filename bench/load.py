@@ -181,6 +181,7 @@ def build_proxy(upstream_url: str, args: argparse.Namespace) -> Any:
         max_connections=args.max_connections,
         max_concurrency=args.max_concurrency or None,
         queue_timeout=args.queue_timeout,
+        lean_http=not args.httpx,
     )
 
 
@@ -445,6 +446,7 @@ async def drive(args: argparse.Namespace, proxy_pid: int, proxy_port: int, up_po
         "frame_delay": args.frame_delay,
         "soak_frame_delay": args.soak_frame_delay,
         "max_connections": args.max_connections,
+        "upstream_client": "httpx" if args.httpx else "lean",
         "max_concurrency": args.max_concurrency,
         "queue_timeout": args.queue_timeout,
     }
@@ -466,7 +468,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--frame-delay", type=float, default=0.02, help="upstream pause between frames, phase 1"
     )
     p.add_argument("--soak-frame-delay", type=float, default=0.0, help="the same, in the soak")
-    p.add_argument("--max-connections", type=int, default=1000, help="proxy: httpx pool size")
+    p.add_argument("--max-connections", type=int, default=1000, help="proxy: upstream pool size")
+    p.add_argument(
+        "--httpx",
+        action="store_true",
+        help="proxy: upstream requests through httpx instead of the lean HTTP/1.1 pool",
+    )
     p.add_argument(
         "--max-concurrency", type=int, default=0, help="proxy: exchanges in flight (0: no limit)"
     )
@@ -511,6 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         "--max-connections", str(args.max_connections),
         "--max-concurrency", str(args.max_concurrency),
         "--queue-timeout", str(args.queue_timeout),
+        *(["--httpx"] if args.httpx else []),
     ]  # fmt: skip
     up = child("upstream", ["--frame-delay", str(args.frame_delay)])
     try:
