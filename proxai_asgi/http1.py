@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import h11
 
 from .errors import ProxyError
+from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .routing import Upstream
 from .upstream import RawHeaders, UpstreamResponse
 
@@ -98,12 +99,13 @@ class _Wire(asyncio.Protocol):
 class _Conn:
     """One keep-alive connection and its h11 state."""
 
-    __slots__ = ("h11", "reused", "wire")
+    __slots__ = ("h11", "reusable", "reused", "wire")
 
     def __init__(self, wire: _Wire) -> None:
         self.wire = wire
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11 = h11.Connection(h11.CLIENT)  # for the request and the answer's head
         self.reused = False
+        self.reusable = False  # set once a keep-alive answer was read to its end
 
     def stale(self) -> bool:
         """An idle connection the server closed or wrote to since we parked it."""
@@ -202,7 +204,7 @@ class Http1Pool:
             else:  # pragma: no cover - the second connection is always fresh
                 raise ProxyError(502, "upstream closed the connection", kind="bad_gateway")
             resp_headers = [(k.lower(), v) for k, v in head.headers]
-            chunks = self._body(conn)
+            chunks = self._body(conn, head, resp_headers)
             coding = _content_coding(resp_headers)
             if coding and not raw:
                 chunks = _decoded(chunks, coding)
@@ -281,40 +283,42 @@ class Http1Pool:
                 502, "upstream sent invalid HTTP (RemoteProtocolError)", kind="bad_gateway"
             ) from None
 
-    async def _body(self, conn: _Conn) -> AsyncIterator[bytes]:
-        h = conn.h11
+    async def _body(
+        self, conn: _Conn, head: h11.Response, headers: RawHeaders
+    ) -> AsyncIterator[bytes]:
+        """The body, framed here rather than by h11: one piece per read, however
+        many chunks the read completed."""
+        framing = _framing(head, headers)
+        keep_alive = head.http_version == b"1.1" and not _closes(headers)
+        pending, _ = conn.h11.trailing_data  # body bytes that came with the head
         read = conn.wire.read
         try:
-            while True:
-                event = h.next_event()
-                if event is h11.NEED_DATA:
-                    h.receive_data(await read())
-                    continue
-                kind = type(event)
-                if kind is h11.Data:
-                    yield bytes(event.data)  # type: ignore[union-attr]
-                elif kind is h11.EndOfMessage:
-                    return
-                else:  # ConnectionClosed before the body's end
-                    raise ProxyError(502, "upstream connection failed mid-body (ReadError)")
-        except h11.RemoteProtocolError:
+            if pending:
+                data = framing.feed(pending)
+                if data:
+                    yield data
+            while not framing.done:
+                received = await read()
+                if not received:
+                    framing.eof()
+                    break
+                data = framing.feed(received)
+                if data:
+                    yield data
+        except BodyError as exc:
             raise ProxyError(
-                502, "upstream connection failed mid-body (RemoteProtocolError)", kind="bad_gateway"
+                502, f"upstream connection failed mid-body ({exc})", kind="bad_gateway"
             ) from None
         except (ConnectionError, OSError):
             raise ProxyError(
                 502, "upstream connection failed mid-body (ReadError)", kind="bad_gateway"
             ) from None
+        conn.reusable = keep_alive and framing.reusable and not framing.leftover
 
     def _release(self, target: _Target, conn: _Conn) -> None:
-        h = conn.h11
-        if (
-            h.our_state is h11.DONE
-            and h.their_state is h11.DONE
-            and self._n_idle < self._max_idle
-            and not conn.stale()
-        ):
-            h.start_next_cycle()
+        if conn.reusable and self._n_idle < self._max_idle and not conn.stale():
+            conn.h11 = h11.Connection(h11.CLIENT)
+            conn.reusable = False
             self._idle.setdefault((target[0], target[1]), []).append(conn)
             self._n_idle += 1
         else:  # unread body (the client left), connection: close, or an error
@@ -347,6 +351,27 @@ def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, 
     except h11.LocalProtocolError as exc:
         raise ProxyError(502, f"cannot send this request upstream ({exc})") from None
     return (head or b"") + (data or b"") + (end or b"")
+
+
+def _framing(head: h11.Response, headers: RawHeaders) -> Framing:
+    """How the body ends (RFC 9112 §6.3); h11 has already refused heads that mix or
+    garble Content-Length and Transfer-Encoding."""
+    if head.status_code in (204, 304):
+        return Length(0)
+    length: bytes | None = None
+    for k, v in headers:
+        if k == b"transfer-encoding":
+            return Chunked() if v.strip().lower().endswith(b"chunked") else UntilClose()
+        if k == b"content-length":
+            length = v
+    return Length(int(length)) if length is not None else UntilClose()
+
+
+def _closes(headers: RawHeaders) -> bool:
+    for k, v in headers:
+        if k == b"connection" and b"close" in (t.strip().lower() for t in v.split(b",")):
+            return True
+    return False
 
 
 def _content_coding(headers: RawHeaders) -> bytes:
