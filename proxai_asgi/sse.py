@@ -5,14 +5,26 @@ chunk completes, ``flush()`` returns what a final unterminated frame held. Lines
 split on bytes, so a UTF-8 character split across chunks is reassembled before any
 text is decoded; CR, LF and CRLF line ends are all accepted (a CR at the end of one
 chunk followed by LF at the start of the next counts once).
+
+This runs once per upstream event on every translated stream, so it is written for
+speed (measured with ``bench/sansio.py``): a chunk that is exactly one frame, the usual
+shape of a network read, skips the line loop (a ``data:``-only frame is recognised
+before the line split, an ``event:`` + ``data:`` frame right after it: each was the
+faster place for its shape); the line loop is inline with the pending frame in locals;
+the usual ``data: `` / ``event: `` spellings are tested before the general
+``field:value`` parse; and ``SSEEvent`` is a msgspec Struct (a NamedTuple costs
+~190 ns more to build).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import msgspec
+
+_CR = 0x0D  # tested as an int: ``b"\r" in buf`` costs ~150 ns more than ``13 in buf``
+_COLON = 0x3A
 
 
-class SSEEvent(NamedTuple):
+class SSEEvent(msgspec.Struct, frozen=True, gc=False):
     event: str | None  # the ``event:`` field, None when absent
     data: bytes  # ``data:`` lines joined with b"\n"
     id: str | None = None
@@ -23,74 +35,77 @@ class SSEEvent(NamedTuple):
 
 
 class SSEDecoder:
-    __slots__ = ("_buf", "_data", "_event", "_has_data", "_id", "_skip_lf")
+    __slots__ = ("_buf", "_data", "_event", "_id", "_skip_lf")
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._buf = b""  # a line not yet ended
+        # The frame being read: its ``event:`` and its ``data:`` lines (a non-empty
+        # list means a data field was seen, even an empty one).
         self._event: str | None = None
         self._data: list[bytes] = []
-        self._id: str | None = None
-        self._has_data = False
+        self._id: str | None = None  # the last event ID; it persists across events
         self._skip_lf = False
 
     def decode(self, chunk: bytes) -> list[SSEEvent]:
+        if (
+            chunk[:6] == b"data: "
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk[-1:] == b"\n"
+            and _CR not in chunk
+            and not (self._buf or self._data or self._skip_lf or self._event is not None)
+        ):
+            # Exactly one ``data:`` line (no CR: the line ends are LFs) and the blank
+            # line, with nothing pending: how Chat upstreams send each chunk, one frame
+            # per read (~0.4 instead of ~0.55 us).
+            return [SSEEvent(None, chunk[6:-2], self._id)]
         if self._skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_lf = False
         buf = self._buf + chunk if self._buf else chunk
-        if b"\r" not in buf:
-            # Fast path: LF-only framing, the common case.
-            lines = buf.split(b"\n")
-            self._buf = lines.pop()
-        else:
+        if _CR in buf:
             if buf.endswith(b"\r"):
                 # The matching LF may open the next chunk.
                 self._skip_lf = True
-            lines = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-            self._buf = lines.pop()
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()
+        event, data = self._event, self._data
+        if len(lines) == 3 and not lines[2] and event is None and not data:
+            # Exactly one ``event:`` line, one ``data:`` line and the blank line, with
+            # nothing pending: how Anthropic and Responses upstreams send each event,
+            # one frame per read (~0.6 instead of ~0.75 us).
+            head, body = lines[0], lines[1]
+            if head[:7] == b"event: " and body[:6] == b"data: ":
+                return [SSEEvent(head[7:].decode("utf-8", "replace"), body[6:], self._id)]
         out: list[SSEEvent] = []
         for line in lines:
-            ev = self._line(line)
-            if ev is not None:
-                out.append(ev)
+            if not line:  # a blank line ends the frame
+                if data or event is not None:
+                    out.append(SSEEvent(event, b"\n".join(data), self._id))
+                    event, data = None, []
+            elif line[:6] == b"data: ":
+                data.append(line[6:])
+            elif line[:7] == b"event: ":
+                event = line[7:].decode("utf-8", "replace")
+            elif line[0] != _COLON:  # not a comment: any other spelling, or another field
+                name, _, value = line.partition(b":")
+                if value[:1] == b" ":
+                    value = value[1:]
+                if name == b"data":
+                    data.append(value)
+                elif name == b"event":
+                    event = value.decode("utf-8", "replace")
+                elif name == b"id":
+                    self._id = value.decode("utf-8", "replace")
+                # "retry" and unknown fields are ignored, as the spec says.
+        self._event, self._data = event, data
         return out
 
     def flush(self) -> list[SSEEvent]:
-        """End of input: a last frame without its blank line still counts."""
-        out: list[SSEEvent] = []
-        if self._buf:
-            ev = self._line(self._buf)
-            self._buf = b""
-            if ev is not None:
-                out.append(ev)
-        ev = self._line(b"")
-        if ev is not None:
-            out.append(ev)
-        return out
-
-    def _line(self, line: bytes) -> SSEEvent | None:
-        if not line:
-            if not self._has_data and self._event is None:
-                return None
-            ev = SSEEvent(self._event, b"\n".join(self._data), self._id)
-            self._event = None
-            self._data = []
-            self._has_data = False
-            return ev
-        if line[0] == 0x3A:  # ":" comment
-            return None
-        name, sep, value = line.partition(b":")
-        if sep and value[:1] == b" ":
-            value = value[1:]
-        if name == b"data":
-            self._data.append(value)
-            self._has_data = True
-        elif name == b"event":
-            self._event = value.decode("utf-8", "replace")
-        elif name == b"id":
-            self._id = value.decode("utf-8", "replace")
-        # "retry" and unknown fields are ignored, as the spec says.
-        return None
+        """End of input: a last frame without its blank line still counts (the first LF
+        ends a pending line, the second is the blank line that ends the frame)."""
+        self._skip_lf = False
+        return self.decode(b"\n\n")
 
 
 def encode_event(data: bytes, event: str | None = None) -> bytes:

@@ -74,6 +74,11 @@ class DecoderState(enum.Enum):
     DONE = enum.auto()  # a terminal event was returned (or a violation raised)
 
 
+# As a module global for the per-event test: on Python 3.11 ``DecoderState.DONE`` is a
+# ~65 ns metaclass attribute lookup (a global is ~10 ns).
+_DECODER_DONE = DecoderState.DONE
+
+
 # Which upstream block kind each delta type may extend.
 _DELTA_BLOCK: dict[type[wire.Delta], str] = {
     wire.TextDelta: "text",
@@ -109,7 +114,7 @@ class AnthropicStreamDecoder:
     # ---- entry points
 
     def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
-        if self.state is DecoderState.DONE:
+        if self.state is _DECODER_DONE:
             return []
         data = event.data
         if not data or data == b"[DONE]" or data.isspace():
@@ -350,6 +355,9 @@ class EncoderState(enum.Enum):
     DONE = enum.auto()  # message_stop or error sent: nothing more
 
 
+_ENCODER_DONE = EncoderState.DONE  # as a module global: see _DECODER_DONE
+
+
 _FRAME_PREFIX: dict[type, bytes] = {
     cls: b"event: " + str(cls.__struct_config__.tag).encode() + b"\ndata: "
     for cls in get_args(wire.StreamEvent)
@@ -360,12 +368,45 @@ def frame(event: wire.StreamEvent) -> bytes:
     return _FRAME_PREFIX[type(event)] + _encoder.encode(event) + b"\n\n"
 
 
+# Text, thinking and input_json deltas are most of a stream, so they are written from a
+# byte template instead of building ``ContentBlockDeltaEvent(delta=TextDelta(...))`` and
+# encoding it: the block's head (``_delta_head``, fixed once the block has its wire
+# index) + the JSON-encoded fragment + ``_DELTA_TAIL``, bytes for bytes what ``frame``
+# writes for those Structs. With ``_on_block_delta``'s fast path, ``encode`` of a delta
+# went from ~510 to ~190 ns.
+def _delta_field(cls: type[wire.Delta], field: str) -> bytes:
+    return b',"delta":{"type":%b,"%b":' % (
+        _encoder.encode(cls.__struct_config__.tag),
+        field.encode(),
+    )
+
+
+# What follows the wire index in a delta frame, by block kind (up to the fragment).
+_DELTA_FIELD: dict[str, bytes] = {
+    "text": _delta_field(wire.TextDelta, "text"),
+    "refusal": _delta_field(wire.TextDelta, "text"),
+    "reasoning": _delta_field(wire.ThinkingDelta, "thinking"),
+    "tool_call": _delta_field(wire.InputJsonDelta, "partial_json"),
+}
+_DELTA_PREFIX = (
+    _FRAME_PREFIX[wire.ContentBlockDeltaEvent] + b'{"type":"content_block_delta","index":'
+)
+_DELTA_TAIL = b"}}\n\n"
+
+
+def _delta_head(kind: str, wire_index: int) -> bytes:
+    """The frame of a delta of a ``kind`` block up to the fragment's JSON string."""
+    return _DELTA_PREFIX + b"%d" % wire_index + _DELTA_FIELD[kind]
+
+
 class _ClientBlock:
     """A canonical block as it goes out: ``wire_index`` is None until the block is on
     the wire (text blocks open lazily, on their first non-empty delta)."""
 
     __slots__ = (
         "args",
+        "delta_head",
+        "direct",
         "encrypted_content",
         "index",
         "item_id",
@@ -380,6 +421,11 @@ class _ClientBlock:
         self.kind = start.kind
         self.tool_kind = start.tool_kind
         self.wire_index: int | None = None
+        self.delta_head = b""  # see _delta_head; set with wire_index
+        # On the wire, and its deltas go out as they come (text, thinking, function
+        # tool input; not refusal text, which is also kept, nor custom tool input, held
+        # to the stop): ``_on_block_delta``'s fast path.
+        self.direct = False
         self.signature: str | None = None
         self.encrypted_content = start.encrypted_content
         self.item_id = start.item_id
@@ -402,7 +448,7 @@ class AnthropicStreamEncoder:
         self._seen: set[int] = set()  # every canonical index ever started
 
     def encode(self, event: c.StreamEvent) -> bytes:
-        if self.state is EncoderState.DONE:
+        if self.state is _ENCODER_DONE:
             return b""
         return _ENCODER_HANDLERS[type(event)](self, event)
 
@@ -469,6 +515,12 @@ class AnthropicStreamEncoder:
         self._buffers[ev.index] = [ev]
         return head
 
+    def _on_block_delta(self, ev: c.BlockDelta) -> bytes:
+        block = self._block
+        if block is not None and block.direct and ev.index == block.index and ev.text:
+            return block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL  # the hot path
+        return self._on_block_event(ev)
+
     def _on_block_event(
         self, ev: c.BlockDelta | c.BlockSignature | c.Citations | c.BlockStop
     ) -> bytes:
@@ -503,10 +555,16 @@ class AnthropicStreamEncoder:
     # ---- the block on the wire
 
     def _wire_start(self, block: wire.OutputBlock) -> bytes:
-        assert self._block is not None
-        self._block.wire_index = self._next_wire
+        b = self._block
+        assert b is not None
+        b.wire_index = self._next_wire
         self._next_wire += 1
-        return frame(wire.ContentBlockStartEvent(index=self._block.wire_index, content_block=block))
+        if b.kind in _DELTA_FIELD:
+            b.delta_head = _delta_head(b.kind, b.wire_index)
+            b.direct = b.kind in ("text", "reasoning") or (
+                b.kind == "tool_call" and b.tool_kind != "custom"
+            )
+        return frame(wire.ContentBlockStartEvent(index=b.wire_index, content_block=block))
 
     def _delta(self, delta: wire.Delta) -> bytes:
         assert self._block is not None and self._block.wire_index is not None
@@ -538,14 +596,12 @@ class AnthropicStreamEncoder:
                     self._has_text = True
                 if kind == "refusal":
                     self._refusal = (self._refusal or "") + ev.text
-                return head + self._delta(wire.TextDelta(text=ev.text))
-            if kind == "reasoning":
-                return self._delta(wire.ThinkingDelta(thinking=ev.text))
-            if kind == "tool_call":
-                if block.tool_kind == "custom":
-                    block.args.append(ev.text)
-                    return b""
-                return self._delta(wire.InputJsonDelta(partial_json=ev.text))
+                return head + block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL
+            if kind == "tool_call" and block.tool_kind == "custom":
+                block.args.append(ev.text)
+                return b""
+            if block.direct:  # reasoning, function tool call
+                return block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL
             return b""  # redacted reasoning has no deltas
         if isinstance(ev, c.BlockSignature):
             if ev.signature is not None:
@@ -591,7 +647,7 @@ class AnthropicStreamEncoder:
 
 
 _ENCODER_HANDLERS: dict[type, Callable[[AnthropicStreamEncoder, Any], bytes]] = {
-    c.BlockDelta: AnthropicStreamEncoder._on_block_event,
+    c.BlockDelta: AnthropicStreamEncoder._on_block_delta,
     c.BlockStart: AnthropicStreamEncoder._on_block_start,
     c.BlockSignature: AnthropicStreamEncoder._on_block_event,
     c.Citations: AnthropicStreamEncoder._on_block_event,

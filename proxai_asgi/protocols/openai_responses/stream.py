@@ -56,6 +56,15 @@ class _ItemKind(enum.Enum):
     IGNORED = "ignored"  # hosted tool calls and item types we do not carry
 
 
+# Enum members as module globals where events test them: on Python 3.11 ``Enum.X`` is a
+# ~65 ns metaclass attribute lookup (a global is ~10 ns).
+_AWAIT_CREATED = DecoderPhase.AWAIT_CREATED
+_DECODER_CLOSED = DecoderPhase.CLOSED
+_MESSAGE = _ItemKind.MESSAGE
+_REASONING = _ItemKind.REASONING
+_TOOL = _ItemKind.TOOL
+_IGNORED = _ItemKind.IGNORED
+
 _IGNORED_PART = -1
 
 
@@ -88,7 +97,7 @@ class ResponsesStreamDecoder:
     """Upstream Responses SSE events -> canonical stream events."""
 
     def __init__(self) -> None:
-        self.phase = DecoderPhase.AWAIT_CREATED
+        self.phase = _AWAIT_CREATED
         self._items: dict[int, _UpItem] = {}
         self._by_id: dict[str, _UpItem] = {}
         self._open: dict[int, None] = {}  # canonical blocks started and not stopped
@@ -98,14 +107,19 @@ class ResponsesStreamDecoder:
         # A message's text part stops only at the next event, after a refusal part that
         # follows it has started: that refusal stays in the text's message item.
         self._join = RefusalJoin()
+        self._join_idle = True  # the join holds nothing back (see ``feed``)
 
     # ------------------------------------------------------------------ entry points
 
     def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
-        if self.phase is DecoderPhase.CLOSED or event.is_done or not event.data.strip():
+        if self.phase is _DECODER_CLOSED:
+            return []
+        data = event.data
+        # Every real event is a JSON object: only other data pays for the sentinel checks.
+        if data[:1] != b"{" and (data == b"[DONE]" or not data.strip()):
             return []
         try:
-            ev = _event_decoder.decode(event.data)
+            ev = _event_decoder.decode(data)
         except msgspec.ValidationError as e:
             kind = self._type_of(event)
             if kind not in _HANDLERS:
@@ -119,15 +133,24 @@ class ResponsesStreamDecoder:
         if handler is None:
             return []
         try:
-            return self._join(handler(self, ev))
+            out = handler(self, ev)
         except ProxyError:
-            self.phase = DecoderPhase.CLOSED
+            self.phase = _DECODER_CLOSED
             raise
+        if self._join_idle and len(out) == 1 and type(out[0]) is c.BlockDelta:
+            # The hot path (one delta): RefusalJoin would pass it through unchanged, as
+            # it holds nothing (it changes a list only to hold a text block's BlockStop
+            # back by one event, or to let a refusal's BlockStart overtake it).
+            return out
+        if out:
+            # Held only when the list ends with a (text) BlockStop.
+            self._join_idle = type(out[-1]) is not c.BlockStop
+        return self._join(out)
 
     def close(self) -> list[c.StreamEvent]:
-        if self.phase is DecoderPhase.CLOSED:
+        if self.phase is _DECODER_CLOSED:
             return []
-        self.phase = DecoderPhase.CLOSED
+        self.phase = _DECODER_CLOSED
         return self._join(
             [
                 c.StreamError(
@@ -147,11 +170,11 @@ class ResponsesStreamDecoder:
             return event.event or ""
 
     def _violation(self, message: str) -> ProxyError:
-        self.phase = DecoderPhase.CLOSED
+        self.phase = _DECODER_CLOSED
         return r.bad_gateway(f"upstream stream protocol violation: {message}")
 
     def _started(self) -> None:
-        if self.phase is DecoderPhase.AWAIT_CREATED:
+        if self.phase is _AWAIT_CREATED:
             raise self._violation("an output event came before response.created")
 
     def _new_block(self) -> int:
@@ -174,10 +197,14 @@ class ResponsesStreamDecoder:
         return item
 
     def _content_item(self, ev: w.UpEvent) -> _UpItem | None:
-        """The item a content event is about; None for items we do not carry."""
-        self._started()
-        item = self._find(ev)
-        return None if item.kind is _ItemKind.IGNORED else item
+        """The item a content event is about; None for items we do not carry. (This runs
+        once per delta: the usual case is tested inline before ``_started`` / ``_find``.)"""
+        if self.phase is _AWAIT_CREATED:
+            self._started()
+        item = self._items.get(ev.output_index) if ev.output_index is not None else None
+        if item is None:
+            item = self._find(ev)
+        return None if item.kind is _IGNORED else item
 
     def _response(self, ev: w.UpEvent) -> w.UpResponse:
         if not ev.response:
@@ -190,7 +217,7 @@ class ResponsesStreamDecoder:
     # ------------------------------------------------------------------- lifecycle
 
     def _on_created(self, ev: w.UpEvent) -> list[c.StreamEvent]:
-        if self.phase is not DecoderPhase.AWAIT_CREATED:
+        if self.phase is not _AWAIT_CREATED:
             return []  # response.in_progress and repeated snapshots carry nothing new
         snap = self._response(ev)
         self.phase = DecoderPhase.STREAMING
@@ -199,7 +226,7 @@ class ResponsesStreamDecoder:
     def _on_terminal(self, ev: w.UpEvent) -> list[c.StreamEvent]:
         self._started()
         snap = self._response(ev)
-        self.phase = DecoderPhase.CLOSED
+        self.phase = _DECODER_CLOSED
         status = snap.status or _TERMINAL_STATUS[ev.type]
         if status == "failed" and snap.error is not None:
             err = snap.error
@@ -213,7 +240,7 @@ class ResponsesStreamDecoder:
         return out
 
     def _on_error(self, ev: w.UpEvent) -> list[c.StreamEvent]:
-        self.phase = DecoderPhase.CLOSED
+        self.phase = _DECODER_CLOSED
         nested = ev.error or w.UpError()
         code = nested.code if nested.code is not None else ev.code
         return [_stream_error(code, nested.type, nested.message or ev.message)]
@@ -227,15 +254,15 @@ class ResponsesStreamDecoder:
         up = r.decode_up_item(ev.item) if ev.item else None
         out: list[c.StreamEvent] = []
         if isinstance(up, w.UpMessage):
-            item = _UpItem(_ItemKind.MESSAGE, up.id)
+            item = _UpItem(_MESSAGE, up.id)
         elif isinstance(up, w.UpReasoning):
-            item = _UpItem(_ItemKind.REASONING, up.id)
+            item = _UpItem(_REASONING, up.id)
             item.encrypted = up.encrypted_content  # the block starts with its first text
         elif isinstance(up, (w.UpFunctionCall, w.UpCustomToolCall)):
             call_id = up.call_id or up.id
             if not call_id or not up.name:
                 raise self._violation("a tool call item without call_id or name")
-            item = _UpItem(_ItemKind.TOOL, up.id)
+            item = _UpItem(_TOOL, up.id)
             item.block = self._new_block()
             self._has_tool_calls = True
             out.append(
@@ -249,7 +276,7 @@ class ResponsesStreamDecoder:
                 )
             )
         else:
-            item = _UpItem(_ItemKind.IGNORED, up.id if isinstance(up, w.UpWebSearchCall) else None)
+            item = _UpItem(_IGNORED, up.id if isinstance(up, w.UpWebSearchCall) else None)
         self._items[ev.output_index] = item
         if item.item_id:
             self._by_id[item.item_id] = item
@@ -263,14 +290,14 @@ class ResponsesStreamDecoder:
             # Never announced: take it whole from its done event.
             out.extend(self._on_item_added(ev))
         item = self._find(ev)
-        if item.kind is _ItemKind.MESSAGE:
+        if item.kind is _MESSAGE:
             if isinstance(up, w.UpMessage):
                 for ci, part in enumerate(up.content):
                     if ci not in item.parts:
                         self._whole_part(item, ci, part, out)
             for block in item.parts.values():
                 self._stop(block, out)
-        elif item.kind is _ItemKind.REASONING:
+        elif item.kind is _REASONING:
             encrypted = (up.encrypted_content if isinstance(up, w.UpReasoning) else None) or (
                 item.encrypted
             )
@@ -285,7 +312,7 @@ class ResponsesStreamDecoder:
                 elif encrypted:
                     out.append(c.BlockSignature(index=item.block, encrypted_content=encrypted))
                 self._stop(item.block, out)
-        elif item.kind is _ItemKind.TOOL and item.block is not None:
+        elif item.kind is _TOOL and item.block is not None:
             if not item.delta_seen:
                 full = ""
                 if isinstance(up, w.UpFunctionCall):
@@ -357,13 +384,13 @@ class ResponsesStreamDecoder:
             return []
         ptype = ev.part.type if ev.part is not None else ""
         ci = ev.content_index or 0
-        if item.kind is _ItemKind.MESSAGE:
+        if item.kind is _MESSAGE:
             if ci in item.parts:
                 raise self._violation(f"content part {ci} added twice")
             if ptype in ("output_text", "refusal"):
                 return self._open_part(item, ci, "text" if ptype == "output_text" else "refusal")
             item.parts[ci] = _IGNORED_PART
-        elif item.kind is _ItemKind.REASONING and ptype == "reasoning_text":
+        elif item.kind is _REASONING and ptype == "reasoning_text":
             return self._reasoning_start(item, summary=False)
         return []
 
@@ -379,10 +406,13 @@ class ResponsesStreamDecoder:
         if item is None:
             return []
         ci = ev.content_index or 0
-        out: list[c.StreamEvent] = []
         block = item.parts.get(ci)
+        if block is not None and block != _IGNORED_PART and ev.delta:  # the hot path
+            item.delta_seen.add(ci)
+            return [c.BlockDelta(index=block, text=ev.delta)]
+        out: list[c.StreamEvent] = []
         if block is None:
-            if item.kind is not _ItemKind.MESSAGE:
+            if item.kind is not _MESSAGE:
                 raise self._violation(f"{ev.type} for a {item.kind.value} item")
             # A delta whose part was never announced: open it leniently.
             kind = "refusal" if ev.type == "response.refusal.delta" else "text"
@@ -403,7 +433,7 @@ class ResponsesStreamDecoder:
 
     def _on_part_done(self, ev: w.UpEvent) -> list[c.StreamEvent]:
         item = self._content_item(ev)
-        if item is None or item.kind is not _ItemKind.MESSAGE:
+        if item is None or item.kind is not _MESSAGE:
             return []  # reasoning_text parts end with their item
         ci = ev.content_index or 0
         out: list[c.StreamEvent] = []
@@ -432,7 +462,7 @@ class ResponsesStreamDecoder:
 
     def _reasoning_item(self, ev: w.UpEvent) -> _UpItem | None:
         item = self._content_item(ev)
-        if item is not None and item.kind is not _ItemKind.REASONING:
+        if item is not None and item.kind is not _REASONING:
             raise self._violation(f"{ev.type} for a {item.kind.value} item")
         return item
 
@@ -452,6 +482,11 @@ class ResponsesStreamDecoder:
     def _on_summary_delta(self, ev: w.UpEvent) -> list[c.StreamEvent]:
         item = self._reasoning_item(ev)
         if item is None:
+            return []
+        if item.block is not None and item.parts_seen:  # the hot path: a delta of the block
+            if item.summary and ev.delta:
+                item.delta_seen.add(0)
+                return [c.BlockDelta(index=item.block, text=ev.delta)]
             return []
         out = self._reasoning_start(item, summary=True)
         if not item.parts_seen:
@@ -485,7 +520,7 @@ class ResponsesStreamDecoder:
         item = self._content_item(ev)
         if item is None:
             return []
-        if item.kind is not _ItemKind.TOOL or item.block is None:
+        if item.kind is not _TOOL or item.block is None:
             raise self._violation(f"{ev.type} for a {item.kind.value} item")
         if not ev.delta:
             return []
@@ -554,6 +589,10 @@ class EncoderPhase(enum.Enum):
     CLOSED = "closed"  # the terminal event was sent; nothing follows
 
 
+_ENCODER_STREAMING = EncoderPhase.STREAMING  # as module globals: see _AWAIT_CREATED
+_ENCODER_CLOSED = EncoderPhase.CLOSED
+
+
 class _Message:
     """A message item: one per text block, or one per refusal block; a refusal block
     started right after a text block, while that text is still open, is the text's
@@ -579,6 +618,8 @@ class _TextBlock:
         "chunks",
         "ci",
         "citations",
+        "delta_head",
+        "delta_tail",
         "msg",
         "opened",
         "refusal",
@@ -596,11 +637,20 @@ class _TextBlock:
         self.citations: list[w.UrlCitation] = []
         # Citations without offsets: they span the whole part, announced when it ends.
         self.whole_part_citations: list[c.Citation] = []
+        if refusal:
+            self.delta_head = _delta_head(w.RefusalDelta, msg.item_id, msg.n, "content_index", ci)
+            self.delta_tail = _SEQ_TAIL
+        else:
+            self.delta_head = _delta_head(
+                w.OutputTextDelta, msg.item_id, msg.n, "content_index", ci
+            )
+            self.delta_tail = _LOGPROBS_SEQ_TAIL
 
 
 class _ReasoningBlock:
     __slots__ = (
         "chunks",
+        "delta_head",
         "encrypted",
         "item_id",
         "n",
@@ -619,10 +669,14 @@ class _ReasoningBlock:
         self.signature: str | None = None
         self.chunks: list[str] = []
         self.part_open = False
+        if self.summary:
+            self.delta_head = _delta_head(w.SummaryTextDelta, item_id, n, "summary_index", 0)
+        else:
+            self.delta_head = _delta_head(w.ReasoningTextDelta, item_id, n, "content_index", 0)
 
 
 class _ToolBlock:
-    __slots__ = ("call_id", "chunks", "item_id", "kind", "n", "name")
+    __slots__ = ("call_id", "chunks", "delta_head", "item_id", "kind", "n", "name")
 
     def __init__(self, n: int, item_id: str, start: c.BlockStart) -> None:
         self.n = n
@@ -631,6 +685,8 @@ class _ToolBlock:
         self.call_id = start.call_id or item_id
         self.name = start.name or ""
         self.chunks: list[str] = []
+        delta_cls = w.CustomInputDelta if self.kind == "custom" else w.ArgumentsDelta
+        self.delta_head = _delta_head(delta_cls, item_id, n)
 
 
 _Block = _TextBlock | _ReasoningBlock | _ToolBlock
@@ -664,6 +720,51 @@ _FRAME_HEAD: dict[type[Any], bytes] = {
         w.CustomInputDone,
         w.ErrorEvent,
     )
+}
+
+
+def _delta_head(
+    cls: type[Any], item_id: str, output_index: int, part_key: str = "", part_index: int = 0
+) -> bytes:
+    """A delta event's frame up to its ``delta`` value, as msgspec writes the ``cls``
+    Struct: tag, ``item_id``, ``output_index``, the part's ``content_index`` or
+    ``summary_index`` when the event has one, then ``delta``. The rest of the event is
+    ``_SEQ_TAIL`` (``_LOGPROBS_SEQ_TAIL`` for output_text). Deltas are most of a stream:
+    writing them from these (fixed per block) costs about half of building and encoding
+    the Struct (``ResponsesStreamEncoder._delta_frame``)."""
+    head = _DELTA_PREFIX[cls] + w.json_encoder.encode(item_id)
+    if part_key:
+        return head + b',"output_index":%d,"%b":%d,"delta":' % (
+            output_index,
+            part_key.encode(),
+            part_index,
+        )
+    return head + b',"output_index":%d,"delta":' % output_index
+
+
+# Each delta event's frame up to its item_id value.
+_DELTA_PREFIX: dict[type[Any], bytes] = {
+    cls: _FRAME_HEAD[cls]
+    + b'{"type":%b,"item_id":' % w.json_encoder.encode(cls.__struct_config__.tag)
+    for cls in (
+        w.OutputTextDelta,
+        w.RefusalDelta,
+        w.SummaryTextDelta,
+        w.ReasoningTextDelta,
+        w.ArgumentsDelta,
+        w.CustomInputDelta,
+    )
+}
+
+
+_SEQ_TAIL = b',"sequence_number":%d}\n\n'
+_LOGPROBS_SEQ_TAIL = b',"logprobs":[],"sequence_number":%d}\n\n'
+
+# response.created / in_progress up to the snapshot (``ResponsesStreamEncoder._lifecycle``).
+_LIFECYCLE_HEAD: dict[type[Any], bytes] = {
+    cls: _FRAME_HEAD[cls]
+    + b'{"type":%b,"response":' % w.json_encoder.encode(cls.__struct_config__.tag)
+    for cls in (w.ResponseCreated, w.ResponseInProgress)
 }
 
 _TERMINAL_EVENT: dict[str, type[w.ResponseCompleted | w.ResponseIncomplete | w.ResponseFailed]] = {
@@ -702,27 +803,14 @@ class ResponsesStreamEncoder:
     # ------------------------------------------------------------------ entry point
 
     def encode(self, event: c.StreamEvent) -> bytes:
-        if self.phase is EncoderPhase.CLOSED:
+        if self.phase is _ENCODER_STREAMING:
+            return _ENCODER_HANDLERS[type(event)](self, event)
+        if self.phase is _ENCODER_CLOSED:
             return b""
         if isinstance(event, c.MessageStart):
-            return self._start(event) if self.phase is EncoderPhase.IDLE else b""
-        head = b""
-        if self.phase is EncoderPhase.IDLE:
-            head = self._start(c.MessageStart(id="", model=self._request.model))
-        if isinstance(event, c.BlockDelta):  # the hot path first
-            return head + self._delta(event)
-        if isinstance(event, c.BlockStart):
-            return head + self._block_start(event)
-        if isinstance(event, c.BlockStop):
-            return head + self._block_stop(event)
-        if isinstance(event, c.BlockSignature):
-            self._signature(event)
-            return head
-        if isinstance(event, c.Citations):
-            return head + self._citations(event)
-        if isinstance(event, c.Finish):
-            return head + self._finish(event)
-        return head + self._error(event)
+            return self._start(event)
+        head = self._start(c.MessageStart(id="", model=self._request.model))
+        return head + _ENCODER_HANDLERS[type(event)](self, event)
 
     # --------------------------------------------------------------------- framing
 
@@ -733,6 +821,12 @@ class ResponsesStreamEncoder:
         seq = self._seq
         self._seq += 1
         return seq
+
+    def _delta_frame(self, head: bytes, text: str, tail: bytes = _SEQ_TAIL) -> bytes:
+        """A delta event from its block's ``_delta_head`` (the hot path)."""
+        seq = self._seq
+        self._seq = seq + 1
+        return head + w.json_encoder.encode(text) + tail % seq
 
     def _snapshot(
         self,
@@ -756,16 +850,21 @@ class ResponsesStreamEncoder:
     # ------------------------------------------------------------------- lifecycle
 
     def _start(self, ev: c.MessageStart) -> bytes:
-        self.phase = EncoderPhase.STREAMING
+        self.phase = _ENCODER_STREAMING
         # Minted once, so every id of the stream derives from the same base.
         self._upstream_id = ev.id or secrets.token_hex(12)
         self._id = ids.derive("resp_", self._upstream_id)
         self._model = ev.model or self._request.model
         self._created = ev.created or int(time.time())
-        snap = self._snapshot("in_progress")
-        return self._frame(w.ResponseCreated(response=snap, sequence_number=self._next())) + (
-            self._frame(w.ResponseInProgress(response=snap, sequence_number=self._next()))
+        # Both events carry the same snapshot: encoded once.
+        snap = w.json_encoder.encode(self._snapshot("in_progress"))
+        return self._lifecycle(w.ResponseCreated, snap) + self._lifecycle(
+            w.ResponseInProgress, snap
         )
+
+    def _lifecycle(self, cls: type[w.ResponseCreated | w.ResponseInProgress], snap: bytes) -> bytes:
+        """The ``cls`` event around an encoded snapshot, as msgspec writes the Struct."""
+        return b"".join((_LIFECYCLE_HEAD[cls], snap, _SEQ_TAIL % self._next()))
 
     def _finish(self, ev: c.Finish) -> bytes:
         status = r.terminal_status(ev.stop_reason)
@@ -773,7 +872,7 @@ class ResponsesStreamEncoder:
         if r.shows_explanation(ev.stop_reason, ev.refusal_explanation, self._shown):
             out += self._refusal_explanation(ev.refusal_explanation or "")
         snap = self._snapshot(status, usage=ev.usage, stop=ev.stop_reason)
-        self.phase = EncoderPhase.CLOSED
+        self.phase = _ENCODER_CLOSED
         terminal = _TERMINAL_EVENT[status](response=snap, sequence_number=self._next())
         return out + self._frame(terminal)
 
@@ -788,7 +887,7 @@ class ResponsesStreamEncoder:
         )
         error = w.ResponseErrorObject(code=r.error_code(ev.kind), message=ev.message)
         snap = self._snapshot("failed", error=error)
-        self.phase = EncoderPhase.CLOSED
+        self.phase = _ENCODER_CLOSED
         return out + self._frame(w.ResponseFailed(response=snap, sequence_number=self._next()))
 
     def _refusal_explanation(self, text: str) -> bytes:
@@ -801,6 +900,8 @@ class ResponsesStreamEncoder:
 
     def _close_all(self, status: str) -> bytes:
         """Close every block and item still open, in output order."""
+        if not self._blocks:
+            return b""  # the usual case at Finish: every block was stopped
         out = b""
         for index in sorted(self._blocks, key=lambda i: _output_index(self._blocks[i])):
             out += self._block_stop(c.BlockStop(index=index), status)
@@ -849,22 +950,18 @@ class ResponsesStreamEncoder:
 
     def _delta(self, ev: c.BlockDelta) -> bytes:
         block = self._blocks.get(ev.index)
-        if block is None or not ev.text:
+        text = ev.text
+        if block is None or not text:
             return b""
-        block.chunks.append(ev.text)
-        if isinstance(block, _TextBlock):
+        block.chunks.append(text)
+        if type(block) is _TextBlock:  # (exact types: ``type() is`` costs less than isinstance)
             self._shown = True
-            return self._text_delta(block, ev.text) if block.opened else b""
-        if isinstance(block, _ToolBlock):
-            delta_cls = w.CustomInputDelta if block.kind == "custom" else w.ArgumentsDelta
-            return self._frame(
-                delta_cls(
-                    item_id=block.item_id,
-                    output_index=block.n,
-                    delta=ev.text,
-                    sequence_number=self._next(),
-                )
-            )
+            if not block.opened:
+                return b""
+            return self._delta_frame(block.delta_head, text, block.delta_tail)
+        if type(block) is _ToolBlock:
+            return self._delta_frame(block.delta_head, text)
+        assert isinstance(block, _ReasoningBlock)
         if block.redacted is not None:
             block.chunks.clear()  # redacted reasoning has no visible text
             return b""
@@ -891,25 +988,7 @@ class ResponsesStreamEncoder:
                         sequence_number=self._next(),
                     )
                 )
-        if block.summary:
-            return out + self._frame(
-                w.SummaryTextDelta(
-                    item_id=block.item_id,
-                    output_index=block.n,
-                    summary_index=0,
-                    delta=ev.text,
-                    sequence_number=self._next(),
-                )
-            )
-        return out + self._frame(
-            w.ReasoningTextDelta(
-                item_id=block.item_id,
-                output_index=block.n,
-                content_index=0,
-                delta=ev.text,
-                sequence_number=self._next(),
-            )
-        )
+        return out + self._delta_frame(block.delta_head, text)
 
     def _open_text(self, *, refusal: bool) -> tuple[_TextBlock, bytes]:
         """A text / refusal block's content part, announced now: a refusal joins the
@@ -951,26 +1030,7 @@ class ResponsesStreamEncoder:
         )
 
     def _text_delta(self, block: _TextBlock, text: str) -> bytes:
-        msg = block.msg
-        if block.refusal:
-            return self._frame(
-                w.RefusalDelta(
-                    item_id=msg.item_id,
-                    output_index=msg.n,
-                    content_index=block.ci,
-                    delta=text,
-                    sequence_number=self._next(),
-                )
-            )
-        return self._frame(
-            w.OutputTextDelta(
-                item_id=msg.item_id,
-                output_index=msg.n,
-                content_index=block.ci,
-                delta=text,
-                sequence_number=self._next(),
-            )
-        )
+        return self._delta_frame(block.delta_head, text, block.delta_tail)
 
     def _open_pending(self, block: _TextBlock) -> bytes:
         """A joined refusal's turn: its part opens with what it held so far (and is done
@@ -1009,13 +1069,17 @@ class ResponsesStreamEncoder:
             out += self._annotation(block, block.msg, len(block.citations) - 1, ann)
         return out
 
-    def _signature(self, ev: c.BlockSignature) -> None:
+    def _signature(self, ev: c.BlockSignature) -> bytes:
         block = self._blocks.get(ev.index)
         if isinstance(block, _ReasoningBlock):
             if ev.signature is not None:
                 block.signature = ev.signature
             if ev.encrypted_content is not None:
                 block.encrypted = ev.encrypted_content
+        return b""
+
+    def _ignore(self, ev: c.MessageStart) -> bytes:
+        return b""  # a second MessageStart changes nothing
 
     def _block_stop(self, ev: c.BlockStop, status: str = "completed") -> bytes:
         block = self._blocks.pop(ev.index, None)
@@ -1142,6 +1206,18 @@ class ResponsesStreamEncoder:
                 self._msg = None
             out += self._message_done(msg, status)
         return out
+
+
+_ENCODER_HANDLERS: dict[type, Callable[[ResponsesStreamEncoder, Any], bytes]] = {
+    c.BlockDelta: ResponsesStreamEncoder._delta,
+    c.BlockStart: ResponsesStreamEncoder._block_start,
+    c.BlockStop: ResponsesStreamEncoder._block_stop,
+    c.BlockSignature: ResponsesStreamEncoder._signature,
+    c.Citations: ResponsesStreamEncoder._citations,
+    c.Finish: ResponsesStreamEncoder._finish,
+    c.StreamError: ResponsesStreamEncoder._error,
+    c.MessageStart: ResponsesStreamEncoder._ignore,
+}
 
 
 def _output_index(block: _Block) -> int:
