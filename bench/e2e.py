@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 UPSTREAM_APP = r"""
+import asyncio
 import sys
 sys.path.insert(0, {root!r})
 from bench.sansio import synthetic
@@ -51,8 +52,11 @@ async def app(scope, receive, send):
     if b'"stream":true' in body.replace(b" ", b""):
         await send({{"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]}})
+        paced = b'"model":"paced"' in body.replace(b" ", b"")
         for ch in CHUNKS:
             await send({{"type": "http.response.body", "body": ch, "more_body": True}})
+            if paced:  # one frame per read downstream, as a model's tokens arrive
+                await asyncio.sleep(0.0002)
         await send({{"type": "http.response.body", "body": b""}})
     else:
         await send({{"type": "http.response.start", "status": 200,
@@ -64,7 +68,7 @@ async def app(scope, receive, send):
 def free_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
+    port: int = s.getsockname()[1]
     s.close()
     return port
 
@@ -118,6 +122,24 @@ def stream_rate(
             events_total += events
     cpu = (cpu_seconds(proxy_pid) - cpu0) / events_total * 1e6 if proxy_pid else 0.0
     return statistics.median(rates), cpu
+
+
+def report(
+    label: str,
+    p: tuple[float, float],
+    a: tuple[float, float],
+    r: tuple[float, float],
+    direct: float | None,
+) -> None:
+    """Pass-through and the two translated paths of one proxy: events/s, and the
+    proxy's CPU per event (the figure that does not depend on scheduling)."""
+    vs = f"  ({p[0] / direct:.2f}x direct)" if direct else ""
+    print(f"  [{label:5s}] pass-through       {p[0]:10.0f}{vs}   proxy {p[1]:5.1f} µs/ev")
+    for name, (rate, cpu) in (("chat -> anthropic", a), ("chat -> responses", r)):
+        print(
+            f"  [{label:5s}] {name}  {rate:10.0f}  ({rate / p[0]:.2f}x pass-through)   "
+            f"proxy {cpu:5.1f} µs/ev ({p[1] / cpu:.2f}x pass-through's events per CPU-second)"
+        )
 
 
 def ttfb(url: str, body: dict[str, object], n: int = 300) -> tuple[float, float]:
@@ -200,22 +222,32 @@ def main() -> None:
             p, p_cpu = stream_rate(proxy + "/v1/chat/completions", chat, proxy_pid=pid)
             a, a_cpu = stream_rate(proxy + "/v1/messages", anth, proxy_pid=pid)
             r, r_cpu = stream_rate(proxy + "/v1/responses", resp, proxy_pid=pid)
-            print(
-                f"  [{label:5s}] pass-through       {p:10.0f}  ({p / d:.2f}x direct)   "
-                f"proxy {p_cpu:5.1f} µs/ev"
+            report(label, (p, p_cpu), (a, a_cpu), (r, r_cpu), d)
+        print(
+            "the same stream paced (0.2 ms between upstream frames, so each read holds one "
+            "frame, as with a model's tokens): proxy CPU per event (median of 3)"
+        )
+        for label, port, pid in (
+            ("lean", px_port, proxy_proc.pid),
+            ("httpx", hx_port, httpx_proc.pid),
+        ):
+            proxy = f"http://127.0.0.1:{port}"
+            pc = {**chat, "model": "paced"}
+            pa = {**anth, "model": "paced"}
+            pr = {**resp, "model": "paced"}
+            report(
+                label,
+                stream_rate(proxy + "/v1/chat/completions", pc, runs=3, proxy_pid=pid),
+                stream_rate(proxy + "/v1/messages", pa, runs=3, proxy_pid=pid),
+                stream_rate(proxy + "/v1/responses", pr, runs=3, proxy_pid=pid),
+                None,
             )
-            print(
-                f"  [{label:5s}] chat -> anthropic  {a:10.0f}  ({a / p:.2f}x pass-through)   "
-                f"proxy {a_cpu:5.1f} µs/ev ({p_cpu / a_cpu:.2f}x pass-through's events per "
-                "CPU-second)"
-            )
-            print(
-                f"  [{label:5s}] chat -> responses  {r:10.0f}  ({r / p:.2f}x pass-through)   "
-                f"proxy {r_cpu:5.1f} µs/ev ({p_cpu / r_cpu:.2f}x pass-through's events per "
-                "CPU-second)"
-            )
-        small = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
-        small_a = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+        small: dict[str, object] = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        small_a: dict[str, object] = {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "x"}],
+        }
         print("non-streamed request latency, ms (p50 / p99 over 300):")
         d50, d99 = ttfb(direct, small)
         print(f"  direct                     {d50:6.2f} / {d99:6.2f}")
