@@ -9,13 +9,17 @@ report, or reject through ``TranslationReport``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+import operator
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 import msgspec
 
 from . import canonical as c
 from .errors import ProxyError, TranslationReport
 from .sse import SSEEvent
+
+_S = TypeVar("_S", bound=msgspec.Struct)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -272,3 +276,43 @@ def unfold(response: c.Response) -> list[c.StreamEvent]:
         )
     )
     return RefusalJoin()(out)
+
+
+class OnePassDecoder(Generic[_S]):
+    """A client request body in one parse, when it can be.
+
+    ``client_struct`` is the protocol's request struct plus, declared and left
+    undecoded, the top-level fields real clients send that translation drops, with
+    ``forbid_unknown_fields``. A body that decodes into it has no unknown field, so
+    it needs no second parse to list its keys; the dropped field, when it holds just
+    one, is reported. ``decode`` returns None for every other body (an unknown field,
+    several dropped ones whose order the report must keep, invalid JSON), and the
+    caller's general path says what is wrong.
+    """
+
+    __slots__ = ("_decoder", "_dropped", "_names", "_none")
+
+    def __init__(self, client_struct: type[_S], known: Iterable[str]) -> None:
+        known = frozenset(known)
+        self._decoder = msgspec.json.Decoder(client_struct)
+        self._names = tuple(n for n in client_struct.__struct_fields__ if n not in known)
+        # Read in one C call; a tuple even for one name.
+        getter = operator.attrgetter(*self._names)
+        self._dropped: Callable[[_S], tuple[object, ...]] = (
+            getter if len(self._names) > 1 else lambda s: (getter(s),)
+        )
+        self._none = (msgspec.UNSET,) * len(self._names)
+
+    def decode(self, body: bytes, report: TranslationReport) -> _S | None:
+        try:
+            req = self._decoder.decode(body)
+        except (msgspec.DecodeError, ValueError):  # ValueError: invalid UTF-8
+            return None
+        values = self._dropped(req)
+        if values == self._none:
+            return req
+        present = [n for n, v in zip(self._names, values, strict=True) if v is not msgspec.UNSET]
+        if len(present) > 1:
+            return None
+        report.drop(present[0])  # one field: its place in the body does not matter
+        return req

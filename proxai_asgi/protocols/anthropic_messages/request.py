@@ -36,7 +36,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, reasoning_carry
-from ...codec import UpstreamOptions
+from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import wire
 from .response import arguments_json, citations_in, reasoning_from_thinking
@@ -47,6 +47,7 @@ _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
 
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
+_one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
 _PATH = re.compile(r"`\$\.?([^`]*)`")
 _EFFORT_IN = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
@@ -96,7 +97,13 @@ def _tag(block: msgspec.Struct) -> str:
 # ====================================================================== client
 
 
-def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest:
+    """The body, in one parse when it holds only known fields and the declared dropped
+    ones (``wire.ClientRequest``); other top-level fields are dropped and reported in
+    body order, which takes a second parse for their names."""
+    one = _one_pass.decode(body, report)
+    if one is not None:
+        return one
     try:
         req = _request_decoder.decode(body)
         fields = _fields_decoder.decode(body)
@@ -107,24 +114,38 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     for name in fields:
         if name not in _KNOWN_FIELDS:
             report.drop(name)
+    return req
 
+
+def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+    req = _decode_body(body, report)
     system = _system_in(req.system)
     messages: list[c.Message] = []
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
+    count = len(req.messages)
     for i, m in enumerate(req.messages):
-        _check_not_empty(m, i, len(req.messages))
-        blocks: list[wire.InputBlock] = (
-            [wire.TextBlock(text=m.content)] if isinstance(m.content, str) else m.content
-        )
+        content = m.content
+        if isinstance(content, str):  # the short form: one plain text block
+            if not content and not (m.role == "assistant" and i == count - 1):
+                _empty_message(i)
+            text = c.Text(text=content)
+            if m.role == "system":
+                system.append(text)
+            elif m.role == "user":
+                messages.append(c.Message(role="user", content=[text]))
+            else:
+                messages.append(c.Message(role="assistant", content=[text]))
+            continue
+        _check_not_empty(content, i, count, m.role)
         if m.role == "system":
-            system.extend(_system_message(blocks, i))
+            system.extend(_system_message(content, i))
         elif m.role == "user":
-            messages.extend(_user_turn(blocks, i, report))
+            messages.extend(_user_turn(content, i, report))
         else:
-            messages.append(_assistant_turn(blocks, i, report))
+            messages.append(_assistant_turn(content, i, report))
 
-    tools, hosted = _tools_in(req.tools or [], report)
+    tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
     fmt = (req.output_config.format if req.output_config else None) or req.output_format
     return c.Request(
@@ -152,21 +173,35 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     )
 
 
-def _check_not_empty(m: wire.InputMessage, i: int, count: int) -> None:
+# Blocks are told apart by ``type(b) is``, not ``isinstance``: a failed ``isinstance``
+# against a msgspec Struct class costs ~70 ns (the Struct metaclass sends CPython down
+# its slow path), a type identity test ~15 ns, and decoded blocks are always exactly
+# one of the union's classes. Error paths (``messages[i].content[j]``) are built only
+# when an error (or a media block, which may raise one) needs them.
+
+
+def _block_path(i: int, j: int) -> str:
+    return f"messages[{i}].content[{j}]"
+
+
+def _empty_message(i: int) -> None:
+    path = f"messages[{i}].content"
+    raise ProxyError.invalid(
+        f"{path}: all messages must have non-empty content except for the optional "
+        "final assistant message",
+        path,
+    )
+
+
+def _check_not_empty(blocks: list[wire.InputBlock], i: int, count: int, role: str) -> None:
     """The API's rules: every message but a final assistant one has content, and no
     text block is empty."""
-    if not m.content and not (m.role == "assistant" and i == count - 1):
-        path = f"messages[{i}].content"
-        raise ProxyError.invalid(
-            f"{path}: all messages must have non-empty content except for the optional "
-            "final assistant message",
-            path,
-        )
-    if not isinstance(m.content, str):
-        for j, b in enumerate(m.content):
-            if isinstance(b, wire.TextBlock) and not b.text:
-                path = f"messages[{i}].content[{j}].text"
-                raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
+    if not blocks and not (role == "assistant" and i == count - 1):
+        _empty_message(i)
+    for j, b in enumerate(blocks):
+        if type(b) is wire.TextBlock and not b.text:
+            path = f"{_block_path(i, j)}.text"
+            raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
 
 
 def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
@@ -180,66 +215,78 @@ def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
 def _system_message(blocks: list[wire.InputBlock], i: int) -> list[c.Text]:
     out: list[c.Text] = []
     for j, b in enumerate(blocks):
-        if not isinstance(b, wire.TextBlock):
-            path = f"messages[{i}].content[{j}].type"
+        if type(b) is not wire.TextBlock:
+            path = f"{_block_path(i, j)}.type"
             raise ProxyError.invalid(f"{path}: a system message holds only text blocks", path)
         out.append(c.Text(text=b.text, cache_control=b.cache_control))
     return out
 
 
-def _content_in(
-    b: wire.TextBlock | wire.ImageBlock | wire.DocumentBlock, path: str, report: TranslationReport
+def _text_in(b: wire.TextBlock, report: TranslationReport) -> c.Text:
+    """A text block (message content and tool_result content)."""
+    if not b.citations:
+        return c.Text(text=b.text, cache_control=b.cache_control)
+    cites = citations_in(b.citations)
+    if len(cites or ()) < len(b.citations):
+        report.drop("text.citations")  # document-location citations have no URL
+    return c.Text(text=b.text, cache_control=b.cache_control, citations=cites)
+
+
+def _media_in(
+    b: wire.ImageBlock | wire.DocumentBlock, path: str, report: TranslationReport
 ) -> c.Part:
-    """Text, image and document blocks (message content and tool_result content)."""
-    if isinstance(b, wire.TextBlock):
-        cites = citations_in(b.citations)
-        if b.citations and len(cites or ()) < len(b.citations):
-            report.drop("text.citations")  # document-location citations have no URL
-        return c.Text(text=b.text, cache_control=b.cache_control, citations=cites)
+    """Image and document blocks (message content and tool_result content)."""
     src = b.source
-    if isinstance(b, wire.ImageBlock):
-        if isinstance(src, wire.Base64Source):
+    if type(b) is wire.ImageBlock:
+        if type(src) is wire.Base64Source:
             return c.Image(data=src.data, media_type=src.media_type, cache_control=b.cache_control)
-        if isinstance(src, wire.UrlSource):
+        if type(src) is wire.UrlSource:
             return c.Image(url=src.url, cache_control=b.cache_control)
         raise ProxyError.invalid(
             f"{path}.source: an Anthropic file reference cannot be translated", f"{path}.source"
         )
+    assert type(b) is wire.DocumentBlock
     if b.context is not None:
         report.drop("document.context")
     if b.citations is not None:
         report.drop("document.citations")
     doc = c.File(filename=b.title, cache_control=b.cache_control)
-    if isinstance(src, wire.Base64Source):
+    if type(src) is wire.Base64Source:
         doc.data, doc.media_type = src.data, src.media_type
-    elif isinstance(src, wire.TextSource):
+    elif type(src) is wire.TextSource:
         doc.text, doc.media_type = src.data, src.media_type
-    elif isinstance(src, wire.UrlSource):
+    elif type(src) is wire.UrlSource:
         doc.url = src.url
-    elif isinstance(src, wire.FileSource):
+    elif type(src) is wire.FileSource:
         # An Anthropic Files-API id means nothing to another provider (an OpenAI
         # ``file_id`` names an OpenAI file): rejected like a file-source image.
         raise ProxyError.invalid(
             f"{path}.source: an Anthropic file reference cannot be translated", f"{path}.source"
         )
-    elif isinstance(src.content, str):
-        doc.text = src.content
     else:
-        if any(not isinstance(x, wire.TextBlock) for x in src.content):
-            report.drop("document.content.image")  # a document carries its text only
-        doc.text = "\n".join(x.text for x in src.content if isinstance(x, wire.TextBlock))
+        assert type(src) is wire.ContentSource
+        if isinstance(src.content, str):
+            doc.text = src.content
+        else:
+            if any(type(x) is not wire.TextBlock for x in src.content):
+                report.drop("document.content.image")  # a document carries its text only
+            doc.text = "\n".join(x.text for x in src.content if type(x) is wire.TextBlock)
     return doc
 
 
-def _tool_result_in(b: wire.ToolResultBlock, path: str, report: TranslationReport) -> c.ToolResult:
+def _tool_result_in(
+    b: wire.ToolResultBlock, i: int, j: int, report: TranslationReport
+) -> c.ToolResult:
     content: list[c.Part] = []
     if isinstance(b.content, str):
         if b.content:
             content.append(c.Text(text=b.content))
     elif b.content:
         for k, x in enumerate(b.content):
-            if isinstance(x, (wire.TextBlock, wire.ImageBlock, wire.DocumentBlock)):
-                content.append(_content_in(x, f"{path}.content[{k}]", report))
+            if type(x) is wire.TextBlock:
+                content.append(_text_in(x, report))
+            elif type(x) is wire.ImageBlock or type(x) is wire.DocumentBlock:
+                content.append(_media_in(x, f"{_block_path(i, j)}.content[{k}]", report))
             else:
                 report.drop(f"tool_result.content.{_tag(x)}")
     return c.ToolResult(
@@ -256,12 +303,14 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, b in enumerate(blocks):
-        path = f"messages[{i}].content[{j}]"
-        if isinstance(b, wire.ToolResultBlock):
-            results.append(_tool_result_in(b, path, report))
-        elif isinstance(b, (wire.TextBlock, wire.ImageBlock, wire.DocumentBlock)):
-            rest.append(_content_in(b, path, report))
-        elif isinstance(b, wire.ToolUseBlock):
+        if type(b) is wire.TextBlock:
+            rest.append(_text_in(b, report))
+        elif type(b) is wire.ToolResultBlock:
+            results.append(_tool_result_in(b, i, j, report))
+        elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
+            rest.append(_media_in(b, _block_path(i, j), report))
+        elif type(b) is wire.ToolUseBlock:
+            path = _block_path(i, j)
             raise ProxyError.invalid(
                 f"{path}.type: tool_use blocks belong in assistant messages", f"{path}.type"
             )
@@ -278,16 +327,18 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
 def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
     parts: list[c.Part] = []
     for j, b in enumerate(blocks):
-        path = f"messages[{i}].content[{j}]"
-        if isinstance(b, (wire.TextBlock, wire.ImageBlock, wire.DocumentBlock)):
-            parts.append(_content_in(b, path, report))
-        elif isinstance(b, wire.ToolUseBlock):
+        if type(b) is wire.TextBlock:
+            parts.append(_text_in(b, report))
+        elif type(b) is wire.ToolUseBlock:
             parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
-        elif isinstance(b, wire.ThinkingBlock):
+        elif type(b) is wire.ThinkingBlock:
             parts.append(reasoning_from_thinking(b.thinking, b.signature))
-        elif isinstance(b, wire.RedactedThinkingBlock):
+        elif type(b) is wire.RedactedThinkingBlock:
             parts.append(c.Reasoning(redacted=b.data))
-        elif isinstance(b, wire.ToolResultBlock):
+        elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
+            parts.append(_media_in(b, _block_path(i, j), report))
+        elif type(b) is wire.ToolResultBlock:
+            path = _block_path(i, j)
             raise ProxyError.invalid(
                 f"{path}.type: tool_result blocks belong in user messages", f"{path}.type"
             )
@@ -430,6 +481,8 @@ def _check_fields(request: c.Request, report: TranslationReport) -> None:
 
 
 def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
+    if not system:
+        return None
     texts = [t for t in system if t.text]
     if not texts:
         return None
@@ -448,7 +501,7 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
         role = "assistant" if m.role == "assistant" else "user"
         blocks: list[wire.InputBlock] = []
         for j, p in enumerate(m.content):
-            block = _part_out(p, role, f"messages[{i}].content[{j}]", report, dropped_calls)
+            block = _part_out(p, role, i, j, report, dropped_calls)
             if block is not None:
                 blocks.append(block)
         if not blocks:
@@ -459,13 +512,13 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
             turns.append((role, blocks))
     out: list[wire.InputMessage] = []
     for role, blocks in turns:
-        if role == "user":
-            results = [b for b in blocks if isinstance(b, wire.ToolResultBlock)]
+        if role == "user" and len(blocks) > 1:
+            results = [b for b in blocks if type(b) is wire.ToolResultBlock]
             if results and len(results) != len(blocks):
-                blocks = results + [b for b in blocks if not isinstance(b, wire.ToolResultBlock)]
+                blocks = results + [b for b in blocks if type(b) is not wire.ToolResultBlock]
         first = blocks[0]
         content: str | list[wire.InputBlock] = blocks
-        if len(blocks) == 1 and isinstance(first, wire.TextBlock) and first.cache_control is None:
+        if len(blocks) == 1 and type(first) is wire.TextBlock and first.cache_control is None:
             content = first.text  # the short form for a lone plain text block
         out.append(
             wire.InputMessage(role="user" if role == "user" else "assistant", content=content)
@@ -474,86 +527,97 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
 
 
 def _part_out(
-    p: c.Part, role: str, path: str, report: TranslationReport, dropped_calls: set[str]
+    p: c.Part, role: str, i: int, j: int, report: TranslationReport, dropped_calls: set[str]
 ) -> wire.InputBlock | None:
-    if isinstance(p, (c.Text, c.Refusal)):
+    """One canonical part of ``messages[i]`` as a block (None: dropped). Dispatched on
+    ``type(p)`` (see ``_block_path``); ``messages[i].content[j]`` is formatted only
+    where it may be needed."""
+    if type(p) is c.Text:
         if not p.text:
             return None  # Anthropic rejects empty text blocks
-        if isinstance(p, c.Refusal):
-            return wire.TextBlock(text=p.text)
         if p.citations:
             report.drop("text.citations")
         return wire.TextBlock(text=p.text, cache_control=p.cache_control)
-    if isinstance(p, c.Image):
-        return _image_out(p, path, report)
-    if isinstance(p, c.File):
-        return _document_out(p, path)
-    if isinstance(p, c.ToolCall) and role == "assistant":
+    if type(p) is c.ToolCall and role == "assistant":
         if p.kind == "custom":
-            report.reject(path, "custom (freeform) tool calls cannot be sent to Anthropic")
+            report.reject(
+                _block_path(i, j), "custom (freeform) tool calls cannot be sent to Anthropic"
+            )
             dropped_calls.add(p.id)
             return None
         return wire.ToolUseBlock(
             id=ids.safe_tool_id(p.id, "toolu_missing"),
             name=p.name,
-            input=_arguments_out(p.arguments, f"{path}.arguments"),
+            input=_arguments_out(p.arguments, i, j),
         )
-    if isinstance(p, c.ToolResult) and role == "user":
+    if type(p) is c.ToolResult and role == "user":
         if p.kind == "custom":
-            report.reject(path, "custom (freeform) tool results cannot be sent to Anthropic")
+            report.reject(
+                _block_path(i, j), "custom (freeform) tool results cannot be sent to Anthropic"
+            )
             return None
         if p.call_id in dropped_calls:
             return None
         return wire.ToolResultBlock(
             tool_use_id=ids.safe_tool_id(p.call_id, "toolu_missing"),
-            content=_tool_result_content_out(p.content, path, report),
+            content=_tool_result_content_out(p.content, i, j, report),
             is_error=True if p.is_error else None,
             cache_control=p.cache_control,
         )
-    if isinstance(p, c.Reasoning) and role == "assistant":
+    if type(p) is c.Refusal:
+        return wire.TextBlock(text=p.text) if p.text else None
+    if type(p) is c.Reasoning and role == "assistant":
         block = _thinking_out(p)
         if block is None:
             report.drop("reasoning")  # no Anthropic signature: Anthropic would reject it
         return block
+    if type(p) is c.Image:
+        return _image_out(p, _block_path(i, j), report)
+    if type(p) is c.File:
+        return _document_out(p, _block_path(i, j))
     report.drop(f"messages.content.{type(p).__struct_config__.tag}")
     return None
 
 
-def _arguments_out(arguments: str, path: str) -> dict[str, Any]:
+def _arguments_out(arguments: str, i: int, j: int) -> dict[str, Any]:
     if not arguments:
         return {}
     try:
         value = _json.decode(arguments)
     except (msgspec.DecodeError, ValueError):
+        path = f"{_block_path(i, j)}.arguments"
         raise ProxyError.invalid(f"{path}: tool call arguments are not valid JSON", path) from None
     if not isinstance(value, dict):
+        path = f"{_block_path(i, j)}.arguments"
         raise ProxyError.invalid(f"{path}: tool call arguments must be a JSON object", path)
     return value
 
 
 def _tool_result_content_out(
-    parts: list[c.Part], path: str, report: TranslationReport
+    parts: list[c.Part], i: int, j: int, report: TranslationReport
 ) -> str | list[wire.ToolResultContent] | None:
+    if len(parts) == 1:  # the usual result: one plain text, sent in the short form
+        only = parts[0]
+        if type(only) is c.Text and only.text and only.cache_control is None:
+            return only.text
     blocks: list[wire.ToolResultContent] = []
     for k, p in enumerate(parts):
-        if isinstance(p, (c.Text, c.Refusal)):
+        if type(p) is c.Text:
             if p.text:
-                blocks.append(
-                    wire.TextBlock(
-                        text=p.text,
-                        cache_control=p.cache_control if isinstance(p, c.Text) else None,
-                    )
-                )
-        elif isinstance(p, c.Image):
-            blocks.append(_image_out(p, f"{path}.content[{k}]", report))
-        elif isinstance(p, c.File):
-            blocks.append(_document_out(p, f"{path}.content[{k}]"))
+                blocks.append(wire.TextBlock(text=p.text, cache_control=p.cache_control))
+        elif type(p) is c.Refusal:
+            if p.text:
+                blocks.append(wire.TextBlock(text=p.text))
+        elif type(p) is c.Image:
+            blocks.append(_image_out(p, f"{_block_path(i, j)}.content[{k}]", report))
+        elif type(p) is c.File:
+            blocks.append(_document_out(p, f"{_block_path(i, j)}.content[{k}]"))
         else:
             report.drop(f"tool_result.content.{type(p).__struct_config__.tag}")
     if not blocks:
         return None
     first = blocks[0]
-    if len(blocks) == 1 and isinstance(first, wire.TextBlock) and first.cache_control is None:
+    if len(blocks) == 1 and type(first) is wire.TextBlock and first.cache_control is None:
         return first.text
     return blocks
 

@@ -16,6 +16,10 @@ Encoding rules the structs encode by construction:
 Upstream decoding is lenient (unknown fields are ignored by msgspec); unknown *tags*
 (a new block or event type) make a union fail, and the decoders in ``response.py`` and
 ``stream.py`` fall back to ``TypeOnly`` to skip them.
+
+Citations, sources, blocks and the message are ``gc=False`` (inherited by subclasses):
+they hold JSON values only, so they cannot form a reference cycle and the cycle
+collector need not track them; every request and answer allocates many of them.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import msgspec
 # ------------------------------------------------------------------ citations
 
 
-class Citation(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Citation(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Any citation location; which fields are set depends on ``type``
     (web_search_result_location, char_location, page_location, ...)."""
 
@@ -49,7 +53,7 @@ class Citation(msgspec.Struct, kw_only=True, omit_defaults=True):
 # -------------------------------------------------------------------- sources
 
 
-class _Source(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True):
+class _Source(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True, gc=False):
     pass
 
 
@@ -82,7 +86,7 @@ DocumentSource = Base64Source | TextSource | UrlSource | FileSource | ContentSou
 # ----------------------------------------------------------------- blocks
 
 
-class _Block(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True):
+class _Block(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True, gc=False):
     pass
 
 
@@ -329,10 +333,24 @@ class UpstreamRequest(MessagesRequest, kw_only=True, omit_defaults=True):
     tools: list[ToolParam | dict[str, Any]] | None = None  # type: ignore[assignment]
 
 
+class ClientRequest(MessagesRequest, kw_only=True, forbid_unknown_fields=True):
+    """``MessagesRequest`` as a client sends it (decode only). Any key not declared
+    makes the decode fail, so a body that decodes has no unknown field to report and
+    needs no second parse to list its keys. The top-level fields Claude Code sends that
+    have no canonical meaning are declared, left undecoded (``request.py`` drops and
+    reports them), so its requests decode in one parse too."""
+
+    context_management: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    cache_control: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    container: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    mcp_servers: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    betas: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
 # ----------------------------------------------------------------- response
 
 
-class Usage(msgspec.Struct, kw_only=True):
+class Usage(msgspec.Struct, kw_only=True, gc=False):
     """Encoded with every figure set; decoded leniently (``message_delta`` may omit
     figures, which then keep their ``message_start`` values)."""
 
@@ -342,13 +360,13 @@ class Usage(msgspec.Struct, kw_only=True):
     cache_read_input_tokens: int | None = None
 
 
-class StopDetails(msgspec.Struct, kw_only=True):
+class StopDetails(msgspec.Struct, kw_only=True, gc=False):
     type: str = "refusal"
     category: str | None = None
     explanation: str | None = None
 
 
-class MessageHead(msgspec.Struct, kw_only=True):
+class MessageHead(msgspec.Struct, kw_only=True, gc=False):
     """Every ``Message`` field but ``content`` (always emitted, ``null`` included)."""
 
     id: str
@@ -372,9 +390,11 @@ class RawMessage(MessageHead, kw_only=True):
 
 
 # ------------------------------------------------------------------- stream
+# ``gc=False`` (inherited): one event is decoded per upstream SSE event, and decoded
+# JSON cannot form a reference cycle, so the cycle collector need not track them.
 
 
-class _Delta(msgspec.Struct, tag_field="type", kw_only=True):
+class _Delta(msgspec.Struct, tag_field="type", kw_only=True, gc=False):
     pass
 
 
@@ -401,7 +421,7 @@ class CitationsDelta(_Delta, tag="citations_delta"):
 Delta = TextDelta | InputJsonDelta | ThinkingDelta | SignatureDelta | CitationsDelta
 
 
-class _Event(msgspec.Struct, tag_field="type", kw_only=True):
+class _Event(msgspec.Struct, tag_field="type", kw_only=True, gc=False):
     pass
 
 

@@ -82,16 +82,6 @@ def finish_reason_for(stop: c.StopReason | None, has_tool_calls: bool) -> str:
 EMPTY_ANSWER_FINISHES = frozenset({"length", "content_filter"})
 
 
-def representable(content: Iterable[c.Part], finish_reason: str | None) -> bool:
-    """Whether a Chat answer has something a client can be given (spec message-placement:
-    reject answers without text, refusal or tool calls), or is an empty answer that is a
-    stop of its own (``EMPTY_ANSWER_FINISHES``). Reasoning alone is not an answer."""
-    return finish_reason in EMPTY_ANSWER_FINISHES or any(
-        (isinstance(p, (c.Text, c.Refusal)) and p.text) or isinstance(p, c.ToolCall)
-        for p in content
-    )
-
-
 def fallback_tool_id(response_id: str, n: int) -> str:
     """The id of the n-th tool call when the upstream gave none."""
     return ids.item_id("call_", response_id, n)
@@ -181,14 +171,14 @@ def decode_response(body: bytes) -> c.Response:
         reasoning = msg.reasoning
     if reasoning:
         content.append(c.Reasoning(text=reasoning))
-    text = _content_text(msg.content)
+    text = msg.content if isinstance(msg.content, str) else _content_text(msg.content)
     if text:
-        content.append(c.Text(text=text, citations=_citations(msg.annotations)))
+        cites = _citations(msg.annotations) if msg.annotations else None
+        content.append(c.Text(text=text, citations=cites))
     if msg.refusal:
         content.append(c.Refusal(text=msg.refusal))
-    calls = list(msg.tool_calls or ())
     n = 0
-    for tc in calls:
+    for tc in msg.tool_calls or ():
         if tc.type == "custom" or (tc.function is None and tc.custom is not None):
             cu = tc.custom
             if cu is None:
@@ -220,9 +210,13 @@ def decode_response(body: bytes) -> c.Response:
                 arguments=_arguments(msg.function_call.arguments),
             )
         )
+        n += 1
     if not content and msg.audio is not None:
         raise _bad_gateway("upstream Chat completion holds only audio, which cannot be carried")
-    if not representable(content, choice.finish_reason):
+    # Spec message-placement: an answer needs something a client can be given, text, a
+    # refusal or a tool call (reasoning alone is not an answer), unless it is an empty
+    # answer that is a stop of its own (``EMPTY_ANSWER_FINISHES``).
+    if not (text or msg.refusal or n) and choice.finish_reason not in EMPTY_ANSWER_FINISHES:
         raise _bad_gateway(
             "upstream Chat completion has no representable answer: no content, no refusal "
             f"and no tool calls (finish_reason {choice.finish_reason!r})"
@@ -253,18 +247,15 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     reasoning: list[str] = []
     calls: list[w.ToolCallOut] = []
     offset = 0
+    # Parts are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec
+    # Struct class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
     for p in response.content:
-        if isinstance(p, c.Text):
+        if type(p) is c.Text:
             if p.citations and p.text:
                 annotations.extend(annotations_for(p.citations, offset, offset + len(p.text)))
             texts.append(p.text)
             offset += len(p.text)
-        elif isinstance(p, c.Refusal):
-            refusals.append(p.text)
-        elif isinstance(p, c.Reasoning):
-            if p.redacted is None and p.text:
-                reasoning.append(p.text)
-        elif isinstance(p, c.ToolCall):
+        elif type(p) is c.ToolCall:
             call_id = p.id or fallback_tool_id(response.id, len(calls))
             if p.kind == "custom":
                 calls.append(
@@ -278,6 +269,10 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
                         id=call_id, function=w.FunctionOut(name=p.name, arguments=p.arguments)
                     )
                 )
+        elif type(p) is c.Refusal:
+            refusals.append(p.text)
+        elif type(p) is c.Reasoning and p.redacted is None and p.text:
+            reasoning.append(p.text)
         # ServerToolUse and others: Chat has no shape for them.
 
     content: str | None = "".join(texts) or None

@@ -9,7 +9,7 @@ from msgspec import Raw
 
 from ... import canonical as c
 from ... import ids, reasoning_carry
-from ...codec import UpstreamOptions
+from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import wire as w
 from .response import reasoning_in
@@ -25,8 +25,14 @@ _tool_head = msgspec.json.Decoder(w.ToolHead)
 _raw_object = msgspec.json.Decoder(dict[str, Any])
 _function_tool = msgspec.json.Decoder(w.FunctionTool)
 _custom_tool = msgspec.json.Decoder(w.CustomTool)
+# An input item decodes in one pass in the usual cases (see ``_decode_item``); a
+# function or custom tool through the tagged union of the two. Decoding the head first
+# for every item, to pick its decoder, would parse each item twice.
+_any_item = msgspec.json.Decoder(w.InputItem)
+_client_tool = msgspec.json.Decoder(w.FunctionTool | w.CustomTool)
+_message_item = msgspec.json.Decoder(w.MessageItem)
 _item_decoders: dict[str, msgspec.json.Decoder[Any]] = {
-    "message": msgspec.json.Decoder(w.MessageItem),
+    "message": _message_item,
     "function_call": msgspec.json.Decoder(w.FunctionCallItem),
     "function_call_output": msgspec.json.Decoder(w.FunctionCallOutputItem),
     "custom_tool_call": msgspec.json.Decoder(w.CustomToolCallItem),
@@ -35,10 +41,16 @@ _item_decoders: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 # Top-level fields real clients send that a stateless translation cannot honour. They
-# are accepted and reported, never grounds for rejection (Codex sends them all).
-_DROPPED_FIELDS = frozenset(
-    {"include", "truncation", "client_metadata", "prompt_cache_retention", "stream_options"}
+# are accepted and reported, never grounds for rejection (Codex sends them all). They
+# are the fields w.ClientCreateRequest declares beyond w.CreateRequest's, read in one
+# C call.
+_DECLARED_DROPPED = tuple(
+    name
+    for name in w.ClientCreateRequest.__struct_fields__
+    if name not in w.CreateRequest.__struct_fields__
 )
+_DROPPED_FIELDS = frozenset(_DECLARED_DROPPED)
+_one_pass = OnePassDecoder(w.ClientCreateRequest, w.CreateRequest.__struct_fields__)
 # Fields that point at provider-side state (a stored conversation, a stored prompt):
 # dropping them silently would answer a different question.
 _STATEFUL_FIELDS = ("conversation", "prompt")
@@ -114,7 +126,14 @@ def _decode(decoder: msgspec.json.Decoder[T], raw: Raw | bytes, path: str) -> T:
 # =================================================================== client -> canonical
 
 
-def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
+    """The body, in one parse when it holds only known fields and the declared dropped
+    ones (``w.ClientCreateRequest``); otherwise its keys are parsed first: dropped
+    fields are reported in body order, stateful ones rejected, before the body itself
+    is validated."""
+    one = _one_pass.decode(body, report)
+    if one is not None:
+        return one
     try:
         keys = _body_keys.decode(body)
     except msgspec.ValidationError:
@@ -127,7 +146,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     for key in _STATEFUL_FIELDS:
         if key in keys:
             report.reject(key, "it refers to state stored by the provider; this proxy is stateless")
-    req = _decode(_body, body, "")
+    return _decode(_body, body, "")
+
+
+def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+    req = _decode_body(body, report)
     if req.store:
         # store: false is what a stateless proxy does anyway; store: true is not honoured.
         report.drop("store")
@@ -140,27 +163,26 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
     for i, raw in enumerate(req.tools or ()):
-        path = f"tools[{i}]"
-        kind = _decode(_tool_head, raw, path).type
-        if kind == "function":
-            ft = _decode(_function_tool, raw, path)
+        try:
+            tool = _client_tool.decode(raw)
+        except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
+            tool = _careful_tool(raw, i, hosted)
+            if tool is None:
+                continue
+        if type(tool) is w.FunctionTool:
             tools.append(
                 c.Tool(
-                    name=ft.name,
-                    parameters=ft.parameters,
-                    description=ft.description,
-                    strict=ft.strict,
+                    name=tool.name,
+                    parameters=tool.parameters,
+                    description=tool.description,
+                    strict=tool.strict,
                 )
             )
-        elif kind == "custom":
-            ct = _decode(_custom_tool, raw, path)
-            tools.append(
-                c.Tool(name=ct.name, kind="custom", description=ct.description, format=ct.format)
-            )
         else:
-            hosted.append(
-                c.HostedTool(
-                    protocol="openai_responses", type=kind, raw=_decode(_raw_object, raw, path)
+            assert type(tool) is w.CustomTool
+            tools.append(
+                c.Tool(
+                    name=tool.name, kind="custom", description=tool.description, format=tool.format
                 )
             )
 
@@ -213,6 +235,23 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     )
 
 
+def _careful_tool(
+    raw: Raw, i: int, hosted: list[c.HostedTool]
+) -> w.FunctionTool | w.CustomTool | None:
+    """A tool the union refused: a hosted tool (appended to ``hosted``; None), or the
+    400 that names what is wrong with it."""
+    path = f"tools[{i}]"
+    kind = _decode(_tool_head, raw, path).type
+    if kind == "function":
+        return _decode(_function_tool, raw, path)
+    if kind == "custom":
+        return _decode(_custom_tool, raw, path)
+    hosted.append(
+        c.HostedTool(protocol="openai_responses", type=kind, raw=_decode(_raw_object, raw, path))
+    )
+    return None
+
+
 def _tool_choice(
     choice: str | w.ToolChoiceParam | None, report: TranslationReport
 ) -> c.ToolChoice | None:
@@ -253,38 +292,31 @@ def _input_messages(
         return [c.Message(role="user", content=[c.Text(text=input)])]
     messages: list[c.Message] = []
     for i, raw in enumerate(input):
-        path = f"input[{i}]"
-        head = _decode(_item_head, raw, path)
-        kind = head.type
-        if kind is None:
-            # An "easy" message has no type; an item reference may have only an id.
-            kind = "item_reference" if head.role is None and head.id is not None else "message"
-        if kind == "item_reference":
-            report.reject(path, "item_reference needs server-side state; send the item itself")
+        item = _decode_item(raw, i, report)
+        if item is None:
             continue
-        if kind in _HOSTED_ITEMS:
-            report.drop(f"input.{kind}")
-            continue
-        decoder = _item_decoders.get(kind)
-        if decoder is None:
-            raise ProxyError.invalid(
-                f"{path}.type: unsupported input item type {kind!r}", param=f"{path}.type"
-            )
-        item = _decode(decoder, raw, path)
-        if isinstance(item, w.MessageItem):
+        # Dispatched on ``type(item)``: a failed ``isinstance`` against a msgspec Struct
+        # class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
+        if type(item) is w.MessageItem:
             if item.role in ("system", "developer"):
-                system.extend(_system_texts(item.content, path))
+                system.extend(_system_texts(item.content, i))
             elif item.role == "user":
-                messages.append(c.Message(role="user", content=_parts(item.content, path)))
+                messages.append(c.Message(role="user", content=_parts(item.content, i)))
             else:
-                _turn(messages, "assistant").extend(_parts(item.content, path))
-        elif isinstance(item, w.FunctionCallItem):
+                _turn(messages, "assistant").extend(_parts(item.content, i))
+        elif type(item) is w.FunctionCallItem:
             _turn(messages, "assistant").append(
                 c.ToolCall(
                     id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
                 )
             )
-        elif isinstance(item, w.CustomToolCallItem):
+        elif type(item) is w.FunctionCallOutputItem:
+            _turn(messages, "tool").append(
+                c.ToolResult(call_id=item.call_id, content=_output(item.output, i))
+            )
+        elif type(item) is w.ReasoningItem:
+            _turn(messages, "assistant").append(_reasoning_in(item))
+        elif type(item) is w.CustomToolCallItem:
             _turn(messages, "assistant").append(
                 c.ToolCall(
                     id=item.call_id,
@@ -294,19 +326,62 @@ def _input_messages(
                     item_id=item.id,
                 )
             )
-        elif isinstance(item, w.ReasoningItem):
-            _turn(messages, "assistant").append(_reasoning_in(item))
-        elif isinstance(item, w.FunctionCallOutputItem):
+        elif type(item) is w.CustomToolCallOutputItem:
             _turn(messages, "tool").append(
-                c.ToolResult(call_id=item.call_id, content=_output(item.output, path))
+                c.ToolResult(call_id=item.call_id, content=_output(item.output, i), kind="custom")
             )
-        elif isinstance(item, w.CustomToolCallOutputItem):
-            _turn(messages, "tool").append(
-                c.ToolResult(
-                    call_id=item.call_id, content=_output(item.output, path), kind="custom"
-                )
+        else:
+            assert type(item) is w.ItemReference
+            report.reject(
+                f"input[{i}]", "item_reference needs server-side state; send the item itself"
             )
     return messages
+
+
+def _decode_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | None:
+    """``input[i]``, decoded once in the usual cases: as a message (which decodes with
+    or without ``type: "message"``, as the "easy" messages most SDK users send have
+    none), or through the tagged union of the typed items (Codex types every item).
+    A conversation opens with a message, so the first item is tried as one first;
+    later items through the union first. An item both refuse takes the careful path.
+    None: the item was dropped."""
+    item: w.InputItem
+    try:
+        item = (_any_item if i else _message_item).decode(raw)
+        return item
+    except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
+        pass
+    try:
+        item = (_message_item if i else _any_item).decode(raw)
+        return item
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        pass
+    return _careful_item(raw, i, report)
+
+
+def _careful_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | None:
+    """An item neither decoder took: an item reference, a hosted tool's item (dropped
+    and reported: None), an unknown type, or a malformed item, whose 400 names it. The
+    head is decoded first to pick the item's decoder (an untyped item is a message)."""
+    path = f"input[{i}]"
+    head = _decode(_item_head, raw, path)
+    kind = head.type
+    if kind is None:
+        # An "easy" message has no type; an item reference may have only an id.
+        kind = "item_reference" if head.role is None and head.id is not None else "message"
+    if kind == "item_reference":
+        report.reject(path, "item_reference needs server-side state; send the item itself")
+        return None
+    if kind in _HOSTED_ITEMS:
+        report.drop(f"input.{kind}")
+        return None
+    decoder = _item_decoders.get(kind)
+    if decoder is None:
+        raise ProxyError.invalid(
+            f"{path}.type: unsupported input item type {kind!r}", param=f"{path}.type"
+        )
+    item: w.InputItem = _decode(decoder, raw, path)
+    return item
 
 
 def _turn(messages: list[c.Message], role: c.Role) -> list[c.Part]:
@@ -320,44 +395,44 @@ def _turn(messages: list[c.Message], role: c.Role) -> list[c.Part]:
     return msg.content
 
 
-def _system_texts(content: str | list[w.InputContent], path: str) -> list[c.Text]:
+def _system_texts(content: str | list[w.InputContent], i: int) -> list[c.Text]:
     if isinstance(content, str):
         return [c.Text(text=content)]
     out: list[c.Text] = []
     for j, part in enumerate(content):
-        if isinstance(part, (w.InputText, w.AssistantText)):
+        if type(part) is w.InputText or type(part) is w.AssistantText:
             out.append(c.Text(text=part.text))
         else:
+            where = f"input[{i}].content[{j}]"
             raise ProxyError.invalid(
-                f"{path}.content[{j}]: system and developer messages hold text only",
-                param=f"{path}.content[{j}]",
+                f"{where}: system and developer messages hold text only", param=where
             )
     return out
 
 
-def _output(output: str | list[w.InputContent], path: str) -> list[c.Part]:
+def _output(output: str | list[w.InputContent], i: int) -> list[c.Part]:
     if isinstance(output, str):
         return [c.Text(text=output)] if output else []
-    return _parts(output, f"{path}.output")
+    return _parts(output, i, "output")
 
 
-def _parts(content: str | list[w.InputContent], path: str) -> list[c.Part]:
+def _parts(content: str | list[w.InputContent], i: int, field: str = "content") -> list[c.Part]:
+    """The parts of ``input[i].content`` (or ``.output``); their path is formatted only
+    for an image or a file, which may need it for an error."""
     if isinstance(content, str):
         return [c.Text(text=content)]
-    if not path.endswith(".output"):
-        path = f"{path}.content"
     out: list[c.Part] = []
     for j, part in enumerate(content):
-        where = f"{path}[{j}]"
-        if isinstance(part, (w.InputText, w.AssistantText)):
+        if type(part) is w.InputText or type(part) is w.AssistantText:
             out.append(c.Text(text=part.text))
-        elif isinstance(part, w.RefusalPart):
+        elif type(part) is w.RefusalPart:
             out.append(c.Refusal(text=part.refusal))
-        elif isinstance(part, w.InputImage):
-            out.append(_image(part, where))
-        elif isinstance(part, w.InputFile):
-            out.append(_file(part, where))
+        elif type(part) is w.InputImage:
+            out.append(_image(part, f"input[{i}].{field}[{j}]"))
+        elif type(part) is w.InputFile:
+            out.append(_file(part, f"input[{i}].{field}[{j}]"))
         else:
+            where = f"input[{i}].{field}[{j}]"
             raise ProxyError.invalid(
                 f"{where}: input_audio is not supported by this proxy", param=where
             )
@@ -447,9 +522,11 @@ def encode_request(
     if request.top_k is not None:
         report.drop("top_k")
 
-    if any(t.cache_control for t in request.system):
-        report.drop("cache_control")
-    instructions = "\n\n".join(t.text for t in request.system if t.text) or None
+    instructions = None
+    if request.system:
+        if any(t.cache_control for t in request.system):
+            report.drop("cache_control")
+        instructions = "\n\n".join([t.text for t in request.system if t.text]) or None
 
     tools: list[Any] = []
     for t in request.tools:
@@ -580,43 +657,52 @@ def _reasoning_param(
 
 
 def _input_items(messages: list[c.Message], report: TranslationReport) -> list[Any]:
+    """Canonical turns as input items: a turn's text, refusal and media parts gather in
+    message items, its calls, results and reasoning become items of their own. Parts
+    are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec Struct
+    class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns."""
     items: list[Any] = []
     for m in messages:
         assistant = m.role == "assistant"
-        role: Literal["user", "assistant"] = "assistant" if assistant else "user"
         pending: list[Any] = []
         for p in m.content:
-            if isinstance(p, c.Text):
+            if type(p) is c.Text:
                 if p.cache_control:
                     report.drop("cache_control")
-                if p.citations and assistant:
-                    report.drop("assistant.citations")
-                pending.append(
-                    w.AssistantText(text=p.text) if assistant else w.InputText(text=p.text)
-                )
-            elif isinstance(p, c.Refusal):
+                if assistant:
+                    if p.citations:
+                        report.drop("assistant.citations")
+                    pending.append(w.AssistantText(text=p.text))
+                else:
+                    pending.append(w.InputText(text=p.text))
+            elif type(p) is c.ToolCall or type(p) is c.ToolResult or type(p) is c.Reasoning:
+                if pending:
+                    items.append(w.MessageItem(role=_role(assistant), content=pending))
+                    pending = []
+                item = _item_out(p, report)
+                if item is not None:
+                    items.append(item)
+            elif type(p) is c.Refusal:
                 pending.append(
                     w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text)
                 )
-            elif isinstance(p, (c.Image, c.File)):
+            elif type(p) is c.Image or type(p) is c.File:
                 if p.cache_control:
                     report.drop("cache_control")
                 if assistant:
                     report.drop(f"assistant {p.__struct_config__.tag}")
                 else:
                     pending.append(_media_part(p))
-            elif isinstance(p, c.ServerToolUse):
-                report.drop("server_tool_use")
             else:
-                if pending:
-                    items.append(w.MessageItem(role=role, content=pending))
-                    pending = []
-                item = _item_out(p, report)
-                if item is not None:
-                    items.append(item)
+                assert type(p) is c.ServerToolUse
+                report.drop("server_tool_use")
         if pending:
-            items.append(w.MessageItem(role=role, content=pending))
+            items.append(w.MessageItem(role=_role(assistant), content=pending))
     return items
+
+
+def _role(assistant: bool) -> Literal["user", "assistant"]:
+    return "assistant" if assistant else "user"
 
 
 def _media_part(p: c.Image | c.File) -> Any:
@@ -635,13 +721,13 @@ def _media_part(p: c.Image | c.File) -> Any:
 
 
 def _item_out(p: c.Reasoning | c.ToolCall | c.ToolResult, report: TranslationReport) -> Any | None:
-    if isinstance(p, c.ToolCall):
+    if type(p) is c.ToolCall:
         if p.kind == "custom":
             cid = p.item_id if p.item_id and p.item_id.startswith("ctc_") else None
             return w.CustomToolCallItem(call_id=p.id, name=p.name, input=p.arguments, id=cid)
         fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
         return w.FunctionCallItem(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
-    if isinstance(p, c.ToolResult):
+    if type(p) is c.ToolResult:
         if p.cache_control:
             report.drop("cache_control")
         if p.is_error:
@@ -653,17 +739,23 @@ def _item_out(p: c.Reasoning | c.ToolCall | c.ToolResult, report: TranslationRep
         # run is still a finished one; the error text is in the output). The SDK's
         # FunctionCallOutput param allows status; custom_tool_call_output has none.
         return w.FunctionCallOutputItem(call_id=p.call_id, output=output, status="completed")
+    assert type(p) is c.Reasoning
     return _reasoning_out(p, report)
 
 
 def _tool_output(content: list[c.Part], report: TranslationReport) -> str | list[Any]:
-    if all(isinstance(x, c.Text) for x in content):
-        return "\n".join(x.text for x in content if isinstance(x, c.Text))
+    texts: list[str] = []
+    for x in content:
+        if type(x) is not c.Text:
+            break
+        texts.append(x.text)
+    else:  # text only (the usual tool output): one string
+        return "\n".join(texts)
     parts: list[Any] = []
     for x in content:
-        if isinstance(x, (c.Text, c.Refusal)):
+        if type(x) is c.Text or type(x) is c.Refusal:
             parts.append(w.InputText(text=x.text))
-        elif isinstance(x, (c.Image, c.File)):
+        elif type(x) is c.Image or type(x) is c.File:
             parts.append(_media_part(x))
         else:
             report.drop(f"tool_result {x.__struct_config__.tag}")

@@ -227,6 +227,20 @@ class CreateRequest(Struct, kw_only=True):
     store: bool | None = None
 
 
+class ClientCreateRequest(CreateRequest, kw_only=True, forbid_unknown_fields=True):
+    """``CreateRequest`` as a client sends it (decode only). Any key not declared makes
+    the decode fail, so a body that decodes has no unknown or stateful field to report
+    and needs no second parse to list its keys. The fields real clients send that a
+    stateless translation drops (Codex sends ``include``) are declared, left undecoded
+    (``request.py`` drops and reports them), so such bodies decode in one parse too."""
+
+    include: Raw | msgspec.UnsetType = msgspec.UNSET
+    truncation: Raw | msgspec.UnsetType = msgspec.UNSET
+    client_metadata: Raw | msgspec.UnsetType = msgspec.UNSET
+    prompt_cache_retention: Raw | msgspec.UnsetType = msgspec.UNSET
+    stream_options: Raw | msgspec.UnsetType = msgspec.UNSET
+
+
 class UpstreamRequest(Struct, kw_only=True, omit_defaults=True):
     """The body we send to a Responses upstream. ``store`` has no default so it is
     always sent (translation is stateless: ``store: false``)."""
@@ -652,6 +666,14 @@ class UpResponse(Struct):
     error: UpError | None = None
     output: list[Raw] | None = None
     usage: UpUsage | None = None
+
+
+class UpResponseTyped(UpResponse):
+    """``UpResponse`` with its output items decoded in the same pass: the usual answer,
+    whose items are all of types we carry. One unknown item type makes the decode fail,
+    and ``UpResponse`` then takes the items one by one."""
+
+    output: list[UpItem] | None = None  # type: ignore[assignment]
 
 
 class UpEvent(Struct):
