@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import urllib.request
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
@@ -29,6 +29,10 @@ from .routing import Upstream
 from .upstream import RawHeaders, UpstreamResponse
 
 _HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop reading it
+# A body left unread when the client's answer was already complete is read in the
+# background, up to this much for this long, so that its connection can be reused.
+_DRAIN_MAX = 64 * 1024
+_DRAIN_GRACE = 1.0
 _Target = tuple[str, int, bytes, bytes]  # host, port, request target, Host header
 
 
@@ -46,12 +50,16 @@ class _Wire(asyncio.Protocol):
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
+        self.on_data: Callable[[bytes], None] | None = None  # set while draining
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self.on_data is not None:
+            self.on_data(data)
+            return
         self.chunks.append(data)
         self.size += len(data)
         if self.size > _HIGH_WATER and self.transport is not None:
@@ -74,6 +82,19 @@ class _Wire(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def take(self) -> bytes:
+        """Everything received and not yet taken."""
+        chunks = self.chunks
+        if not chunks:
+            return b""
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self.chunks = []
+        self.size = 0
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
+
     async def read(self) -> bytes:
         """Everything received so far (waiting for something), or b"" at the end."""
         if not self.chunks and not self.eof:
@@ -82,14 +103,8 @@ class _Wire(asyncio.Protocol):
                 await self._waiter
             finally:
                 self._waiter = None
-        chunks = self.chunks
-        if chunks:
-            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            self.chunks = []
-            self.size = 0
-            if self._paused and self.transport is not None:
-                self._paused = False
-                self.transport.resume_reading()
+        data = self.take()
+        if data:
             return data
         if self.error is not None:
             raise ConnectionResetError(str(self.error))
@@ -99,13 +114,14 @@ class _Wire(asyncio.Protocol):
 class _Conn:
     """One keep-alive connection and its h11 state."""
 
-    __slots__ = ("h11", "reusable", "reused", "wire")
+    __slots__ = ("framing", "h11", "reusable", "reused", "wire")
 
     def __init__(self, wire: _Wire) -> None:
         self.wire = wire
         self.h11 = h11.Connection(h11.CLIENT)  # for the request and the answer's head
         self.reused = False
         self.reusable = False  # set once a keep-alive answer was read to its end
+        self.framing: Framing | None = None  # of a keep-alive answer being read
 
     def stale(self) -> bool:
         """An idle connection the server closed or wrote to since we parked it."""
@@ -189,6 +205,7 @@ class Http1Pool:
         else:
             await self._slots.acquire()
         conn: _Conn | None = None
+        finished = False
         self.in_flight += 1
         try:
             for _ in range(2):  # a second try only when a reused connection was stale
@@ -209,9 +226,10 @@ class Http1Pool:
             if coding and not raw:
                 chunks = _decoded(chunks, coding)
             yield UpstreamResponse(head.status_code, resp_headers, chunks, upstream.read_timeout)
+            finished = True  # not reached when the caller raised (a disconnect, an error)
         finally:
             if conn is not None:
-                self._release(target, conn)
+                self._release(target, conn, drain=finished)
             self.in_flight -= 1
             self._slots.release()
 
@@ -290,6 +308,7 @@ class Http1Pool:
         many chunks the read completed."""
         framing = _framing(head, headers)
         keep_alive = head.http_version == b"1.1" and not _closes(headers)
+        conn.framing = framing if keep_alive and framing.reusable else None
         pending, _ = conn.h11.trailing_data  # body bytes that came with the head
         read = conn.wire.read
         try:
@@ -315,14 +334,51 @@ class Http1Pool:
             ) from None
         conn.reusable = keep_alive and framing.reusable and not framing.leftover
 
-    def _release(self, target: _Target, conn: _Conn) -> None:
+    def _release(self, target: _Target, conn: _Conn, *, drain: bool) -> None:
         if conn.reusable and self._n_idle < self._max_idle and not conn.stale():
             conn.h11 = h11.Connection(h11.CLIENT)
             conn.reusable = False
+            conn.framing = None
             self._idle.setdefault((target[0], target[1]), []).append(conn)
             self._n_idle += 1
-        else:  # unread body (the client left), connection: close, or an error
+        elif drain and conn.framing is not None and not conn.wire.eof:
+            self._drain(target, conn, conn.framing)
+        else:  # the client left, connection: close, or an error
             conn.close()
+
+    def _drain(self, target: _Target, conn: _Conn, framing: Framing) -> None:
+        """The caller finished without reading the whole body: a translated stream
+        ends at its protocol's last event, and the chunked terminator may still be on
+        its way. Read the rest in the background, briefly, then keep the connection
+        (a new TCP connection per stream would cost a connect and a TIME_WAIT)."""
+        wire = conn.wire
+        budget = _DRAIN_MAX
+
+        def give_up() -> None:
+            wire.on_data = None
+            conn.close()
+
+        def on_data(data: bytes) -> None:
+            nonlocal budget
+            budget -= len(data)
+            try:
+                framing.feed(data)
+            except BodyError:
+                budget = -1
+            if budget < 0 or framing.leftover:
+                timer.cancel()
+                give_up()
+            elif framing.done:
+                timer.cancel()
+                wire.on_data = None
+                conn.reusable = True
+                self._release(target, conn, drain=False)
+
+        timer = asyncio.get_running_loop().call_later(_DRAIN_GRACE, give_up)
+        wire.on_data = on_data
+        pending = wire.take()
+        if pending:
+            on_data(pending)
 
     @property
     def idle(self) -> int:

@@ -225,7 +225,9 @@ def test_fresh_connection_closed_before_answering_is_a_502_without_retry() -> No
     assert len(run(script, test).requests) == 1
 
 
-def test_body_left_unread_closes_the_connection() -> None:
+def test_body_left_unread_by_a_failing_caller_closes_the_connection_at_once() -> None:
+    """A client disconnect (or any error) must reach the upstream: no draining."""
+
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
         w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
         await w.drain()
@@ -233,14 +235,56 @@ def test_body_left_unread_closes_the_connection() -> None:
         return False
 
     async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
-        async with pool.open(up, [], b"{}", raw=True) as resp:
-            assert await anext(aiter(resp)) == b"hello"
+        with pytest.raises(RuntimeError):
+            async with pool.open(up, [], b"{}", raw=True) as resp:
+                assert await anext(aiter(resp)) == b"hello"
+                raise RuntimeError("the client went away")
         assert pool.idle == 0 and pool.in_flight == 0
-        for _ in range(100):
+        for _ in range(20):
             if seen.open_now == 0:
                 break
             await asyncio.sleep(0.01)
-        assert seen.open_now == 0
+        assert seen.open_now == 0  # closed within 0.2 s, not after the drain grace
+
+    run(script, test)
+
+
+def test_terminator_arriving_after_the_caller_is_done_keeps_the_connection() -> None:
+    """A translated stream stops at its protocol's last event; the chunked terminator
+    that follows a little later is read in the background and the connection kept."""
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await w.drain()
+        await asyncio.sleep(0.05)
+        w.write(b"0\r\n\r\n")
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        for _ in range(3):
+            async with pool.open(up, [], b"{}", raw=True) as resp:
+                assert await anext(aiter(resp)) == b"hello"
+            await asyncio.sleep(0.15)
+            assert pool.idle == 1
+
+    assert run(script, test).connections == 1
+
+
+def test_body_that_does_not_end_after_the_caller_is_done_is_closed_after_a_grace() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await w.drain()
+        await r.read()
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        async with pool.open(up, [], b"{}", raw=True) as resp:
+            assert await anext(aiter(resp)) == b"hello"
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        while seen.open_now and loop.time() - t0 < 3:
+            await asyncio.sleep(0.02)
+        assert seen.open_now == 0 and 0.8 < loop.time() - t0 < 2.0
+        assert pool.idle == 0
 
     run(script, test)
 
