@@ -48,6 +48,20 @@ MANIFEST: tuple[str, ...] = (
     "chat_sse_parallel_tool_calls",
     "chat_sse_text_basic_include_usage",
     "errors_from_issue_reports_FRAGMENTS",
+    "gemini_err_404_model_not_found",
+    "gemini_json_max_tokens",
+    "gemini_json_max_tokens_thinking_empty",
+    "gemini_json_refusal_prompt",
+    "gemini_json_safety_settings",
+    "gemini_json_text_basic",
+    "gemini_json_thinking",
+    "gemini_json_tools",
+    "gemini_sse_max_tokens",
+    "gemini_sse_refusal_prompt",
+    "gemini_sse_text_basic",
+    "gemini_sse_thinking",
+    "gemini_sse_tool_call_thought_signature",
+    "gemini_sse_tools",
     "responses_err_400_invalid_request",
     "responses_json_cached_tokens",
     "responses_json_refusal",
@@ -58,7 +72,7 @@ MANIFEST: tuple[str, ...] = (
     "responses_sse_text_basic",
 )
 # Name prefixes of the protocols whose codecs are registered: ``capture_names()``
-# without a prefix lists only these.
+# without a prefix lists only these (``capture_names("gemini_")`` lists the Gemini ones).
 PROTOCOL_PREFIXES: tuple[str, ...] = ("anthropic_", "chat_", "responses_")
 
 # Node ids of the tests that read a recording, and of those skipped for lack of one
