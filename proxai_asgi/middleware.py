@@ -19,7 +19,7 @@ import httpx
 import msgspec
 
 from . import canonical as c
-from . import checks, custom_tools, endpoints, telemetry, websocket_responses
+from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
 from .http1 import Http1Pool
@@ -168,6 +168,10 @@ class ProxaiMiddleware:
             if protocol is not None:
                 await Exchange(self, get_codec(protocol), scope, receive, send).run()
                 return
+            if path in ("/v1/responses/compact", "/responses/compact"):
+                ex = Exchange(self, get_codec("openai_responses"), scope, receive, send)
+                await ex.run(lambda body: compaction.compact(ex, body))
+                return
             if path in ("/v1/messages/count_tokens", "/messages/count_tokens"):
                 ex = Exchange(self, get_codec("anthropic_messages"), scope, receive, send)
                 await ex.run(lambda body: endpoints.count_tokens(ex, body))
@@ -287,6 +291,12 @@ class Exchange:
         self.upstream = up = route.upstream
         self.model = model = route.model_rewrite or head.model or ""
         self.stream = bool(head.stream)
+        if self.client.name == "openai_responses" and compaction.mentions(body):
+            # Codex compaction: our compaction items expanded, a trigger answered here.
+            rewritten = await compaction.serve(self, up, body)
+            if rewritten is None:
+                return
+            body = rewritten
         if up.protocol == self.client.name:
             if model != head.model:
                 body = rewrite_model(body, model)
