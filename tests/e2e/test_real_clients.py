@@ -171,10 +171,18 @@ def run_claude(url: str, tmp_path: Path) -> Run:
     return run_cli(argv, env, work)
 
 
-def run_codex(url: str, tmp_path: Path, *, stream_retries: int = 0, builtin: bool = False) -> Run:
+def run_codex(
+    url: str,
+    tmp_path: Path,
+    *,
+    stream_retries: int = 0,
+    builtin: bool = False,
+    compact_limit: int | None = None,
+) -> Run:
     """Codex against ``url``: through a custom provider (HTTP only), or with
     ``builtin=True`` as its built-in OpenAI provider at ``openai_base_url``, which
-    talks the Responses WebSocket first and falls back to HTTP."""
+    talks the Responses WebSocket first and falls back to HTTP. ``compact_limit``
+    sets ``model_auto_compact_token_limit`` (the built-in provider compacts remotely)."""
     home, work = workdirs(tmp_path)
     codex_home = home / ".codex"
     codex_home.mkdir()
@@ -191,6 +199,8 @@ stream_max_retries = {stream_retries}
 """
     if builtin:
         provider = f'openai_base_url = "{url}/v1"\n'
+    if compact_limit is not None:
+        provider = f"model_auto_compact_token_limit = {compact_limit}\n" + provider
 
     # A model Codex knows, so it sends what it sends real models (reasoning effort,
     # text.verbosity, the freeform apply_patch tool). Retries off unless asked: a
