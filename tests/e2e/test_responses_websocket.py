@@ -9,6 +9,7 @@ proxy: the whole shell-tool loop over the socket, and the HTTP fallback after a 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,7 +35,7 @@ from tests.e2e.test_real_clients import (
     run_codex,
 )
 from tests.helpers.scripted_model import CALL_ID_PREFIX, FINAL_PREFIX, Recorder, ScriptedModel
-from tests.helpers.servers import serve
+from tests.helpers.servers import FakeUpstream, Reply, serve
 
 EXEC_TOOL = {
     "type": "function",
@@ -230,3 +231,32 @@ def test_codex_falls_back_to_http_at_the_first_426(tmp_path: Path) -> None:
     methods = [r.method for r in recorder.seen]
     assert methods == ["WS", "POST", "POST", "POST"], why
     assert recorder.seen[0].status == 426, why
+
+
+def _chat_chunk(delta: dict[str, Any]) -> bytes:
+    chunk = {
+        "id": "chatcmpl-ws",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def test_a_client_leaving_mid_answer_cancels_the_upstream(caplog: pytest.LogCaptureFixture) -> None:
+    """The socket closes while the upstream is still streaming: the upstream request
+    is closed too (nothing left running for a client that is gone), quietly."""
+    chunks = [_chat_chunk({"role": "assistant", "content": "Hel"}), _chat_chunk({"content": "lo"})]
+    sse = [("content-type", "text/event-stream")]
+    fake = FakeUpstream([Reply(200, sse, chunks, stall_after=1, stall=60)])
+    with serve(fake) as upstream_url:
+        proxy = ProxaiMiddleware(_not_found, upstream=Upstream(CHAT, upstream_url + "/v1"))
+        with serve(proxy, websockets=True) as url:
+            with connect(ws_url(url)) as ws:
+                ws.send(create(input="hi"))
+                first = json.loads(ws.recv(timeout=30))
+                assert first["type"] == "response.created"
+            assert fake.cancelled.wait(30)
+    assert not fake.finished.is_set()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
