@@ -156,6 +156,13 @@ def test_errors_are_wrapped_error_frames_and_the_connection_lives_on(
     (frame,) = answer(ws)
     assert frame["status"] == 400 and frame["error"]["param"] == "type"
 
+    ws.send(b"\x00binary")
+    (frame,) = answer(ws)
+    assert frame["status"] == 400 and "binary" in frame["error"]["message"]
+
+    # An acknowledgement needs no answer: the next frame read is the next answer's.
+    ws.send(json.dumps({"type": "response.processed", "response_id": "resp_x"}))
+
     # The HTTP pipeline's own 400 (no model), in the same wrapped frame.
     ws.send(json.dumps({"type": "response.create", "input": "hi"}))
     (frame,) = answer(ws)
@@ -190,18 +197,22 @@ def test_disabled_websockets_answer_426(socket_for: Any) -> None:
 
 # ------------------------------------------------------------- the real Codex
 
+# (upstream, transport, reasoning): with reasoning, the model checks that its thinking
+# signatures come back through the connection's remembered output.
 CODEX_CASES = [
-    pytest.param(CHAT, "http", id="chat-http"),
-    pytest.param(ANTHROPIC, "http", id="anthropic-http"),
-    pytest.param(ANTHROPIC, "inner", id="anthropic-inner"),
+    pytest.param(CHAT, "http", False, id="chat-http"),
+    pytest.param(ANTHROPIC, "http", False, id="anthropic-http"),
+    pytest.param(ANTHROPIC, "inner", True, id="anthropic-inner-reasoning"),
 ]
 
 
-@pytest.mark.parametrize(("upstream", "transport"), CODEX_CASES)
+@pytest.mark.parametrize(("upstream", "transport", "reasoning"), CODEX_CASES)
 def test_codex_builtin_provider_runs_its_tool_loop_over_the_socket(
-    tmp_path: Path, upstream: ProtocolName, transport: str
+    tmp_path: Path, upstream: ProtocolName, transport: str, reasoning: bool
 ) -> None:
-    model = ScriptedModel(upstream, COMMAND, pre_steps=[("apply_patch", {"input": PATCH})])
+    model = ScriptedModel(
+        upstream, COMMAND, pre_steps=[("apply_patch", {"input": PATCH})], reasoning=reasoning
+    )
     with middleware_for(model, transport, websockets=True) as (url, recorder):
         run = run_codex(url, tmp_path, builtin=True)
     codex_events(run, recorder, model)
