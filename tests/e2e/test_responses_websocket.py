@@ -271,3 +271,21 @@ def test_a_client_leaving_mid_answer_cancels_the_upstream(caplog: pytest.LogCapt
             assert fake.cancelled.wait(30)
     assert not fake.finished.is_set()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_codex_retries_a_broken_stream_on_a_new_socket(tmp_path: Path) -> None:
+    """A cut Anthropic stream reaches Codex as ``response.failed`` over the socket; Codex
+    drops that connection, opens another (whose state starts empty, so it sends the
+    whole conversation again) and completes the turn there."""
+    model = ScriptedModel(
+        ANTHROPIC, COMMAND, pre_steps=[("apply_patch", {"input": PATCH})], break_streams=1
+    )
+    with middleware_for(model, "http", websockets=True) as (url, recorder):
+        run = run_codex(url, tmp_path, builtin=True)
+    codex_events(run, recorder, model)
+    why = explain(run, recorder, model)
+    assert [r.method for r in recorder.seen] == ["WS", "WS"], why
+    broken, retry = recorder.seen
+    assert json.loads(broken.frames_out[-1])["type"] == "response.failed", why
+    first = json.loads(retry.frames_in[0])
+    assert "previous_response_id" not in first or first.get("generate") is False, why
