@@ -94,7 +94,7 @@ class ResponsesSocket:
         if first["type"] != "websocket.connect":
             return
         await self._send({"type": "websocket.accept"})
-        frames_in, frames_out = anyio.create_memory_object_stream[str](16)
+        frames_in, frames_out = anyio.create_memory_object_stream[str | None](16)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._read, frames_in)
             async with frames_out:
@@ -105,7 +105,7 @@ class ResponsesSocket:
             with contextlib.suppress(Exception):
                 await self._send({"type": "websocket.close", "code": 1000})
 
-    async def _read(self, frames: anyio.abc.ObjectSendStream[str]) -> None:
+    async def _read(self, frames: anyio.abc.ObjectSendStream[str | None]) -> None:
         async with frames:
             while True:
                 message = await self.receive()
@@ -113,13 +113,9 @@ class ResponsesSocket:
                 if kind == "websocket.disconnect":
                     self.closed.set()
                     return
-                if kind != "websocket.receive":
-                    continue
-                text = message.get("text")
-                if text is None:  # a binary frame: not part of this protocol
-                    await self._text(error_frame(400, _error("binary frames are not accepted")))
-                    continue
-                await frames.send(text)
+                if kind == "websocket.receive":
+                    # None stands for a binary frame, answered in turn like any other.
+                    await frames.send(message.get("text"))
 
     async def _text(self, text: str) -> None:
         if self.closed.is_set():
@@ -131,8 +127,10 @@ class ResponsesSocket:
 
     # ----------------------------------------------------------------- one frame
 
-    async def _handle(self, text: str) -> None:
+    async def _handle(self, text: str | None) -> None:
         try:
+            if text is None:
+                raise FrameError(400, "binary frames are not accepted", "invalid_frame")
             body = self._request_body(text)
             if body is None:
                 return  # a notice that needs no answer
