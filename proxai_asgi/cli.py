@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send plain-http upstream requests through httpx, not the lean HTTP/1.1 pool",
     )
+    p.add_argument(
+        "--no-websocket",
+        action="store_true",
+        help="refuse the Responses WebSocket with 426 (Codex then uses HTTP)",
+    )
     p.add_argument("--demo-protocol", choices=PROTOCOLS, help="protocol of the demo upstream")
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     return p
@@ -94,6 +99,8 @@ def build_app(
         server.log_level = args.log_level
     if args.httpx:
         server.lean_http = False
+    if args.no_websocket:
+        server.responses_websocket = False
 
     url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
     routes: list[Route]
@@ -117,6 +124,7 @@ def build_app(
         prefix=server.prefix,
         max_body_size=server.max_body_size,
         lean_http=server.lean_http,
+        responses_websocket=server.responses_websocket,
     )
     return app, server
 
@@ -145,5 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"proxai-asgi on http://{server.host}:{server.port}{server.prefix}  routes: {routes}",
         file=sys.stderr,
     )
-    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level.lower())
+    uvicorn.run(
+        app,
+        host=server.host,
+        port=server.port,
+        log_level=server.log_level.lower(),
+        # A Responses WebSocket frame is a whole request body: the same limit.
+        ws_max_size=server.max_body_size,
+    )
     return 0
