@@ -18,6 +18,7 @@ import msgspec
 from . import canonical as c
 from .errors import ProxyError, TranslationReport
 from .sse import SSEEvent
+from .stream_tail import StreamTail
 
 _S = TypeVar("_S", bound=msgspec.Struct)
 
@@ -106,6 +107,13 @@ class Codec(Protocol):
 
     def decode_error(self, status: int, body: bytes) -> ProxyError:
         """Upstream non-2xx body (any content) -> error with the upstream's message."""
+        ...
+
+    # ---- pass-through
+    def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
+        """What a relayed stream of this protocol still needs at its end: nothing when
+        it reached its terminal event, else the protocol's terminal error (``error``,
+        or a default saying the stream ended early), continuing the stream's own ids."""
         ...
 
 

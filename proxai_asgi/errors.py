@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 ErrorKind = Literal[
@@ -42,6 +43,24 @@ def kind_for_status(status: int) -> ErrorKind:
     return "invalid_request" if 400 <= status < 500 else "api_error"
 
 
+_SCRIPT = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(rb"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+
+
+def text_error_message(status: int, body: bytes) -> str:
+    """The message for an error body that is not JSON (a proxy's HTML page, plain
+    text, nothing): the status and the first words of its text, without markup,
+    scripts or styles."""
+    text = _TAG.sub(b" ", _SCRIPT.sub(b" ", body[: 64 * 1024])).decode("utf-8", "replace")
+    excerpt = _SPACE.sub(" ", text).strip()[:300].strip()
+    return (
+        f"upstream returned HTTP {status}: {excerpt}"
+        if excerpt
+        else f"upstream returned HTTP {status}"
+    )
+
+
 class ProxyError(Exception):
     """An error to show the client: HTTP status, neutral kind, message, and for the
     OpenAI shape the optional ``param`` and ``code``."""
@@ -71,6 +90,12 @@ class ProxyError(Exception):
 
     def __repr__(self) -> str:
         return f"ProxyError({self.status}, {self.kind}, {self.message!r})"
+
+
+class ResponseAborted(Exception):
+    """The response to the client started and cannot be completed (its upstream body
+    was cut short): raised out of the middleware so the server drops the connection,
+    which is the only way left to tell the client its body is incomplete."""
 
 
 class TranslationReport:

@@ -21,9 +21,10 @@ import msgspec
 from . import canonical as c
 from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
-from .errors import ProxyError, TranslationReport
+from .errors import ProxyError, ResponseAborted, TranslationReport
 from .http1 import Http1Pool
 from .model_rewrite import rewrite_model
+from .passthrough import PassthroughRelay
 from .protocols import get_codec
 from .routing import Route, Router, Upstream
 from .sse import SSEDecoder
@@ -272,6 +273,10 @@ class Exchange:
             await (handler or self._dispatch)(body)
         except ProxyError as err:
             await self._fail(err)
+        except ResponseAborted as abort:
+            # Only dropping the connection tells the client its body is incomplete.
+            logger.warning("proxai_asgi aborted a %s response: %s", self.client.name, abort)
+            raise
         except RecursionError:
             # Only JSON nested deeper than the interpreter's recursion limit gets here.
             await self._fail(ProxyError.invalid("request body is nested too deeply"))
@@ -348,7 +353,7 @@ class Exchange:
         The watcher cancels a plain cancel scope. On asyncio it is a bare task: an
         anyio task group costs ~75 µs to open and close, a task ~9 µs, and this runs
         on every request."""
-        error: ProxyError | None = None
+        error: ProxyError | ResponseAborted | None = None
         with anyio.CancelScope() as scope:
 
             async def watch() -> None:
@@ -359,7 +364,7 @@ class Exchange:
             async with _beside(watch):
                 try:
                     await work
-                except ProxyError as exc:
+                except (ProxyError, ResponseAborted) as exc:
                     error = exc  # raised after the scope, unwrapped
         if error is not None:
             raise error
@@ -472,8 +477,15 @@ class Exchange:
         if error is not None:
             raise error
 
+    def _relay(self) -> PassthroughRelay:
+        async def body(data: bytes, more: bool) -> None:
+            await self._body(data, more)
+
+        return PassthroughRelay(self.client, self._start, body)
+
     async def _inner_untouched(self, body: bytes) -> None:
-        """Same protocol, wrapped app as upstream: hand the request down unchanged."""
+        """Same protocol, wrapped app as upstream: hand the request down unchanged,
+        and relay what it sends through the same pass-through ending as HTTP."""
         sent = False
 
         async def replay() -> Message:
@@ -487,45 +499,56 @@ class Exchange:
         scope["headers"] = [
             (k, v) for k, v in self.scope.get("headers", []) if k != b"content-length"
         ] + [(b"content-length", str(len(body)).encode())]
+        relay = self._relay()
+        ended = False
 
         async def send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                self.started = True
-                self.status = message["status"]
-            await self._send(message)
+            nonlocal ended
+            kind = message["type"]
+            if kind == "http.response.start":
+                headers = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", [])]
+                await relay.start(int(message["status"]), headers)
+            elif kind == "http.response.body" and not ended:
+                data = message.get("body", b"")
+                if data:
+                    await relay.chunk(data)
+                if not message.get("more_body", False):
+                    ended = True
+                    await relay.end()
+            else:
+                await self._send(message)
 
-        await self.mw.app(scope, replay, send)
+        try:
+            await self.mw.app(scope, replay, send)
+        except (ProxyError, ResponseAborted):
+            raise
+        except Exception:
+            logger.exception("inner app raised while serving %s", self.client.name)
+            await relay.fail(ProxyError(502, "inner app failed", kind="bad_gateway"))
+            return
+        if not ended:
+            await relay.fail(
+                ProxyError(502, "inner app sent no complete response", kind="bad_gateway")
+            )
 
     async def _passthrough(self, up: Upstream, body: bytes) -> None:
         """Same protocol: bytes in, bytes out, streamed as they arrive."""
         async with self._open(up, body, passthrough=True) as resp:
-            await self._start(
+            relay = self._relay()
+            await relay.start(
                 resp.status, client_headers_from_upstream(resp.headers, passthrough=True)
             )
 
-            last = b"\n\n"
-
             async def forward(chunk: bytes) -> bool:
-                nonlocal last
-                last = chunk or last
-                await self._body(chunk)
+                await relay.chunk(chunk)
                 return False
 
             try:
                 await self._pump(resp, up, forward)
             except ProxyError as err:
-                if resp.is_event_stream:
-                    # Close a frame the upstream left half-sent, so the error is a frame.
-                    sep = b"" if last.endswith((b"\n\n", b"\r\n\r\n")) else b"\n\n"
-                    await self._body(sep + self._passthrough_stream_error(err))
-            await self._body(b"", more=False)
-
-    def _passthrough_stream_error(self, err: ProxyError) -> bytes:
-        """The protocol's own terminal error after a pass-through stream broke."""
-        enc = self.client.stream_encoder(
-            c.Request(model=self.model or "", messages=[], stream=True)
-        )
-        return enc.encode(c.StreamError(status=err.status, kind=err.kind, message=err.message))
+                await relay.fail(err)
+                return
+            await relay.end()
 
     async def _translate(self, up: Upstream, body: bytes, model: str) -> None:
         target = get_codec(up.protocol)

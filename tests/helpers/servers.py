@@ -49,6 +49,10 @@ def serve(app: ASGIApp, *, websockets: bool = False) -> Iterator[str]:
         thread.join(timeout=10)
 
 
+class UpstreamCrash(Exception):
+    """A scripted upstream failing mid-body (its server drops the connection)."""
+
+
 @dataclass
 class Reply:
     status: int
@@ -57,6 +61,7 @@ class Reply:
     delay: float = 0.0  # seconds between chunks
     stall_after: int | None = None  # after this many chunks, go silent for ``stall`` s
     stall: float = 0.0
+    crash_after: int | None = None  # after this many chunks, the upstream app raises
 
 
 def sse_frames(body: bytes) -> list[bytes]:
@@ -142,6 +147,8 @@ class FakeUpstream:
         watcher = asyncio.ensure_future(watch())
         try:
             for i, chunk in enumerate(reply.chunks):
+                if i == reply.crash_after:
+                    raise UpstreamCrash(f"scripted crash after {i} chunks")
                 pause = reply.stall if i == reply.stall_after else reply.delay
                 if pause:
                     with contextlib.suppress(TimeoutError):

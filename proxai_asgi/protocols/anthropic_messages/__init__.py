@@ -9,6 +9,8 @@ from __future__ import annotations
 from ... import canonical as c
 from ...codec import Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...stream_tail import StreamTail
+from . import epilogue as _epilogue
 from . import errors, request, response, stream
 
 
@@ -47,6 +49,10 @@ class AnthropicMessagesCodec:
 
     def decode_error(self, status: int, body: bytes) -> ProxyError:
         return errors.decode_error(status, body)
+
+    # ---- pass-through
+    def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
+        return _epilogue.stream_epilogue(tail, error)
 
 
 CODEC: Codec = AnthropicMessagesCodec()

@@ -8,12 +8,11 @@ status and message.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
 
-from ...errors import ErrorKind, ProxyError, kind_for_status
+from ...errors import ErrorKind, ProxyError, kind_for_status, text_error_message
 from . import wire
 
 # Anthropic ``error.type`` for each neutral kind (the client-facing vocabulary).
@@ -86,14 +85,6 @@ class _AnyErrorBody(msgspec.Struct):
 
 
 _body_decoder = msgspec.json.Decoder(_AnyErrorBody)
-_TAGS = re.compile(r"<[^>]*>")
-_SPACE = re.compile(r"\s+")
-
-
-def _text_excerpt(body: bytes) -> str:
-    text = body.decode("utf-8", "replace")
-    text = _TAGS.sub(" ", text)
-    return _SPACE.sub(" ", text).strip()[:300]
 
 
 def decode_error(status: int, body: bytes) -> ProxyError:
@@ -121,6 +112,5 @@ def decode_error(status: int, body: bytes) -> ProxyError:
                     message = _encoder.encode(value).decode()
                     break
     if message is None:
-        excerpt = _text_excerpt(body)
-        message = f"upstream returned HTTP {status}" + (f": {excerpt}" if excerpt else "")
+        message = text_error_message(status, body)
     return ProxyError(status, message, kind=kind)

@@ -6,12 +6,11 @@ Chat Completions and Responses share this shape, so the Responses codec imports
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
 
-from ...errors import ErrorKind, ProxyError, kind_for_status
+from ...errors import ErrorKind, ProxyError, kind_for_status, text_error_message
 
 
 class _ErrorBody(msgspec.Struct, kw_only=True):
@@ -123,20 +122,6 @@ def status_from_fields(etype: object, code: object) -> int:
     return STATUS_BY_KIND[kind] if kind is not None else 500
 
 
-_TAG = re.compile(r"<[^>]*>")
-_SCRIPT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_WS = re.compile(r"\s+")
-
-
-def _plain_message(status: int, body: bytes) -> str:
-    text = body.decode("utf-8", "replace")
-    text = _SCRIPT.sub(" ", text)
-    text = _WS.sub(" ", _TAG.sub(" ", text)).strip()[:300].strip()
-    return (
-        f"upstream returned HTTP {status}: {text}" if text else f"upstream returned HTTP {status}"
-    )
-
-
 def _opt_str(v: object) -> str | None:
     if v is None:
         return None
@@ -193,4 +178,4 @@ def decode_openai_error(status: int, body: bytes) -> ProxyError:
         detail = _message_of(obj.get("detail"))
         if detail:
             return ProxyError(status, detail, kind=kind_for_status(status))
-    return ProxyError(status, _plain_message(status, body), kind=kind_for_status(status))
+    return ProxyError(status, text_error_message(status, body), kind=kind_for_status(status))

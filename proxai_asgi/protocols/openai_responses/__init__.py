@@ -5,6 +5,8 @@ from __future__ import annotations
 from ... import canonical as c
 from ...codec import Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...stream_tail import StreamTail
+from . import epilogue as _epilogue
 from . import request as _request
 from . import response as _response
 from .errors import decode_openai_error, encode_openai_error
@@ -44,6 +46,10 @@ class ResponsesCodec:
 
     def decode_error(self, status: int, body: bytes) -> ProxyError:
         return decode_openai_error(status, body)
+
+    # ---- pass-through
+    def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
+        return _epilogue.stream_epilogue(tail, error)
 
 
 CODEC: Codec = ResponsesCodec()
