@@ -615,6 +615,11 @@ class Exchange:
     ) -> None:
         enc = self.client.stream_encoder(creq)
         unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
+        whole: c.Response | None = None
+        if not resp.is_event_stream:
+            # The upstream ignored stream=true and answered in one piece: decoded before
+            # the client's stream starts, so a body that is no answer is a plain 502.
+            whole = target.decode_response(await resp.read(MAX_JSON_BODY))
         await self._start(200, [*_SSE_HEADERS, *self._translation_headers(resp)])
         done = False
         open_tools: set[int] = set()
@@ -638,10 +643,8 @@ class Exchange:
 
         out = bytearray()
         try:
-            if not resp.is_event_stream:
-                # The upstream ignored stream=true and answered in one piece.
-                cres = target.decode_response(await resp.read(MAX_JSON_BODY))
-                done = emit(unfold(cres), out)
+            if whole is not None:
+                done = emit(unfold(whole), out)
             else:
                 sse = SSEDecoder()
                 dec = target.stream_decoder()

@@ -79,3 +79,37 @@ def test_upstream_error_keeps_status_and_message_in_the_client_shape_on_both_tra
     assert r.headers["content-type"].startswith("application/json")
     assert f"upstream refused with {status}" in assert_shape(client, r)
     assert len(fake.seen) == 1
+
+
+# A 2xx that is not an answer of the upstream's protocol: some other JSON (a list from
+# a misrouted path, a gateway's default document) or another protocol's answer.
+NOT_AN_ANSWER = {
+    "openai_chat_completions": [b'{"object":"list","data":[]}', b'{"id":"x","object":"x"}'],
+    "openai_responses": [
+        b'{"object":"list","data":[]}',
+        b'{"id":"chatcmpl-1","object":"chat.completion","choices":[]}',
+    ],
+    "anthropic_messages": [b'{"object":"list","data":[]}', b'{"id":"msg_1","type":"message"}'],
+}
+WRONG_SHAPES = [(c, u, i) for c, u in PAIRS for i in range(2)]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(("client", "upstream", "shape"), WRONG_SHAPES)
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
+def test_a_2xx_that_is_not_an_answer_of_the_upstreams_protocol_is_a_502_in_the_client_shape(
+    stack: Stack,
+    fake: FakeUpstream,
+    inner: bool,
+    client: str,
+    upstream: str,
+    shape: int,
+    stream: bool,
+) -> None:
+    body = NOT_AN_ANSWER[upstream][shape]
+    fake.push(Reply(200, [("content-type", "application/json")], [body]))
+    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    path, request = client_request(client, stream)
+    r = httpx.post(proxy + path, json=request, timeout=20)
+    assert r.status_code == 502
+    assert_shape(client, r)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
-_message_decoder = msgspec.json.Decoder(wire.Message)
+_message_decoder = msgspec.json.Decoder(wire.UpstreamMessage)
 _raw_message_decoder = msgspec.json.Decoder(wire.RawMessage)
 _block_decoder = msgspec.json.Decoder(wire.OutputBlock)
 _type_decoder = msgspec.json.Decoder(wire.TypeOnly)

@@ -383,10 +383,18 @@ class Message(MessageHead, kw_only=True):
     content: list[OutputBlock] = msgspec.field(default_factory=list)
 
 
-class RawMessage(MessageHead, kw_only=True):
-    """``Message`` with its blocks left undecoded (the slow path for unknown types)."""
+class UpstreamMessage(Message, kw_only=True):
+    """``Message`` as an upstream answer must be to be one: ``content`` is required
+    (a body without it is some other JSON, not an answer)."""
 
-    content: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    content: list[OutputBlock]
+
+
+class RawMessage(MessageHead, kw_only=True):
+    """``UpstreamMessage`` with its blocks left undecoded (the slow path for unknown
+    types)."""
+
+    content: list[msgspec.Raw]
 
 
 # ------------------------------------------------------------------- stream

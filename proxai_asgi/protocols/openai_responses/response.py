@@ -110,6 +110,9 @@ def decode_response(body: bytes) -> c.Response:
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
             raise bad_gateway(f"upstream answer is not a Responses object: {e}") from None
         items = (decode_up_item(raw) for raw in r.output or ())
+    if r.object != "response" or not r.id or (r.output is None and r.status is None):
+        # Some other JSON with a 2xx (a list, a misrouted path's page): not an answer.
+        raise bad_gateway("upstream answer is not a Responses object (no id, status or output)")
     if r.status == "failed" and r.error is not None:
         raise ProxyError(
             error_status(r.error.code, r.error.type, 502),

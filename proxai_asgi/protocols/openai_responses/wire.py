@@ -659,6 +659,7 @@ class UpError(Struct):
 
 class UpResponse(Struct):
     id: str = ""
+    object: str = "response"
     model: str = ""
     created_at: float = 0
     status: str | None = None
