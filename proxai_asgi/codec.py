@@ -109,6 +109,13 @@ class Codec(Protocol):
         """Upstream non-2xx body (any content) -> error with the upstream's message."""
         ...
 
+    def rate_limit_headers(
+        self, upstream_headers: list[tuple[bytes, bytes]], *, exhausted: bool
+    ) -> list[tuple[bytes, bytes]]:
+        """Headers that tell this protocol's clients the upstream's rate limits in
+        their own scheme (``exhausted``: the upstream said its quota is used up)."""
+        ...
+
     # ---- pass-through
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
         """What a relayed stream of this protocol still needs at its end: nothing when

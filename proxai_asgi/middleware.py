@@ -401,8 +401,14 @@ class Exchange:
             return  # a started stream ends through its encoder; nothing else to say
         await self._json(err.status, self.client.encode_error(err), err.headers)
 
-    def _translation_headers(self, upstream_resp: UpstreamResponse) -> RawHeaders:
+    def _translation_headers(
+        self, upstream_resp: UpstreamResponse, error: ProxyError | None = None
+    ) -> RawHeaders:
         headers = client_headers_from_upstream(upstream_resp.headers, passthrough=False)
+        # The upstream's limits in the client's scheme, so the client backs off (or
+        # stops) as its own provider would have it.
+        exhausted = error is not None and error.code == "insufficient_quota"
+        headers += self.client.rate_limit_headers(headers, exhausted=exhausted)
         if self.dropped:
             headers.append((DROPPED_HEADER, ", ".join(self.dropped).encode()))
         return headers
@@ -572,7 +578,7 @@ class Exchange:
         async with self._open(up, upstream_body, passthrough=False) as resp:
             if not 200 <= resp.status < 300:
                 err = target.decode_error(resp.status, await resp.read(MAX_ERROR_BODY))
-                err.headers = self._translation_headers(resp)
+                err.headers = self._translation_headers(resp, err)
                 raise err
             if creq.stream:
                 await self._translate_stream(target, creq, resp, up, wrapped)

@@ -361,6 +361,27 @@ def test_claude_code_falls_back_to_json_after_a_broken_stream(tmp_path: Path) ->
     assert json.loads(retry.response)["stop_reason"] == "tool_use", why
 
 
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_claude_code_backs_off_after_a_rate_limit_and_completes(
+    tmp_path: Path, transport: str
+) -> None:
+    """A Chat upstream's 429 (``retry-after-ms``, ``x-ratelimit-*``) reaches Claude
+    Code with ``retry-after`` and ``anthropic-ratelimit-*``; it waits and retries."""
+    model = ScriptedModel(CHAT, COMMAND, rate_limited=1)
+    with middleware_for(model, transport) as (url, recorder):
+        run = run_claude(url, tmp_path)
+    claude_result(run, recorder, model)
+    why = explain(run, recorder, model)
+    first, retry = llm_calls(recorder)[:2]
+    assert b"rate_limit_error" in first.response, why
+    assert first.status == 429, why
+    assert first.response_headers["retry-after"] == "1", why
+    assert first.response_headers["anthropic-ratelimit-requests-limit"] == "500", why
+    assert first.response_headers["anthropic-ratelimit-requests-remaining"] == "0", why
+    assert retry.json()["messages"] == first.json()["messages"], why
+    assert model.exchanges[0].status == 429 and model.exchanges[1].status == 200, why
+
+
 def test_codex_retries_after_a_broken_stream(tmp_path: Path) -> None:
     """A cut Anthropic stream reaches Codex as ``response.failed``; Codex retries the
     turn, and the conversation completes."""

@@ -100,6 +100,9 @@ class ScriptedModel:
     # Write response header names as many HTTP/1.1 servers do (Go's net/http, Node,
     # cpp-httplib): ``Content-Type``. Header names are case-insensitive.
     title_case_headers: bool = False
+    # Answer this many model calls with a 429 in the protocol's own shape, with the
+    # rate-limit headers its provider sends (retry after half a second).
+    rate_limited: int = 0
     exchanges: list[Exchange] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -212,9 +215,14 @@ class ScriptedModel:
             n = len(self.exchanges)
         codec = get_codec(self.protocol)
 
-        async def reply(status: int, ctype: tuple[bytes, bytes], chunks: list[bytes]) -> None:
+        async def reply(
+            status: int,
+            ctype: tuple[bytes, bytes],
+            chunks: list[bytes],
+            extra: list[tuple[bytes, bytes]] | None = None,
+        ) -> None:
             ex.status = status
-            headers = [ctype]
+            headers = [ctype, *(extra or [])]
             if self.title_case_headers:
                 headers = [(k.title(), v) for k, v in headers]
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -226,6 +234,15 @@ class ScriptedModel:
         if scope["method"] != "POST" or scope["path"] != DEFAULT_PATHS[self.protocol]:
             err = ProxyError(404, f"scripted model: no route {scope['path']}", kind="not_found")
             await reply(404, _JSON_CT, [codec.encode_error(err)])
+            return
+        with self._lock:
+            limited = self.rate_limited > 0
+            self.rate_limited -= limited
+        if limited:
+            err = ProxyError(429, "scripted model: rate limited", kind="rate_limit")
+            await reply(
+                429, _JSON_CT, [codec.encode_error(err)], _RATE_LIMIT_HEADERS[self.protocol]
+            )
             return
         try:
             request = codec.decode_request(body, TranslationReport(lossy=True))
@@ -247,6 +264,23 @@ class ScriptedModel:
         encoder = codec.stream_encoder(request)
         chunks = [data for data in map(encoder.encode, events) if data]
         await reply(200, _SSE_CT, chunks)
+
+
+_OPENAI_LIMITS = [
+    (b"retry-after-ms", b"500"),
+    (b"x-ratelimit-limit-requests", b"500"),
+    (b"x-ratelimit-remaining-requests", b"0"),
+    (b"x-ratelimit-reset-requests", b"500ms"),
+]
+_RATE_LIMIT_HEADERS: dict[str, list[tuple[bytes, bytes]]] = {
+    "openai_chat_completions": _OPENAI_LIMITS,
+    "openai_responses": _OPENAI_LIMITS,
+    "anthropic_messages": [
+        (b"retry-after", b"1"),
+        (b"anthropic-ratelimit-requests-limit", b"50"),
+        (b"anthropic-ratelimit-requests-remaining", b"0"),
+    ],
+}
 
 
 def _small_deltas(events: list[c.StreamEvent]) -> list[c.StreamEvent]:

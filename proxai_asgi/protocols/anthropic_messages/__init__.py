@@ -7,6 +7,7 @@ Anthropic-compatible servers. ``CODEC`` satisfies ``proxai_asgi.codec.Codec``.
 from __future__ import annotations
 
 from ... import canonical as c
+from ... import ratelimit
 from ...codec import Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
@@ -49,6 +50,11 @@ class AnthropicMessagesCodec:
 
     def decode_error(self, status: int, body: bytes) -> ProxyError:
         return errors.decode_error(status, body)
+
+    def rate_limit_headers(
+        self, upstream_headers: list[tuple[bytes, bytes]], *, exhausted: bool
+    ) -> list[tuple[bytes, bytes]]:
+        return ratelimit.for_anthropic_client(upstream_headers, exhausted=exhausted)
 
     # ---- pass-through
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import canonical as c
+from ... import ratelimit
 from ...codec import Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
@@ -46,6 +47,11 @@ class ResponsesCodec:
 
     def decode_error(self, status: int, body: bytes) -> ProxyError:
         return decode_openai_error(status, body)
+
+    def rate_limit_headers(
+        self, upstream_headers: list[tuple[bytes, bytes]], *, exhausted: bool
+    ) -> list[tuple[bytes, bytes]]:
+        return ratelimit.for_openai_client(upstream_headers, exhausted=exhausted)
 
     # ---- pass-through
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
