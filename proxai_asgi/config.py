@@ -70,6 +70,7 @@ class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     native_custom_tools: bool = False
     chat_max_tokens_field: str = "max_completion_tokens"
     echo_reasoning_content: bool = False
+    cache_breakpoints: bool = True
 
 
 class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -141,6 +142,7 @@ def build_upstream(u: UpstreamConfig, env: dict[str, str] | None = None) -> Upst
         native_custom_tools=u.native_custom_tools,
         chat_max_tokens_field=u.chat_max_tokens_field,
         echo_reasoning_content=u.echo_reasoning_content,
+        cache_breakpoints=u.cache_breakpoints,
     )
 
 
