@@ -7,6 +7,7 @@ port = 8080
 prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
 lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
+workers = 1                  # processes serving the port; each has its own pools and limits
 
 [[upstreams]]
 name = "claude"
@@ -51,6 +52,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     log_level: str = "info"
     demo_protocol: ProtocolName = "openai_chat_completions"
     lean_http: bool = True
+    workers: int = 1  # processes serving the port (each with its own pools and limits)
 
 
 class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -90,6 +92,8 @@ def parse(data: dict[str, Any]) -> Config:
         config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
+    if config.server.workers < 1:
+        raise ConfigError("server.workers: must be 1 or more")
     names = [u.name for u in config.upstreams]
     for i, u in enumerate(config.upstreams):
         if names.count(u.name) > 1:
