@@ -4,6 +4,7 @@ any free port; every wait is bounded, nothing is timed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -54,6 +55,7 @@ def proxy(*args: str) -> Iterator[Server]:
         stderr=subprocess.STDOUT,
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, so no worker outlives a failure
     )
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -68,8 +70,8 @@ def proxy(*args: str) -> Iterator[Server]:
     try:
         yield server
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this test started
         proc.wait(timeout=30)
 
 
