@@ -38,6 +38,8 @@ _MARKABLE = (
     wire.ToolResultBlock,
 )
 
+_MARKABLE_TYPES: frozenset[type] = frozenset(_MARKABLE)
+
 
 def _marker() -> dict[str, Any]:
     return {"type": "ephemeral"}  # the default five-minute lifetime
@@ -50,10 +52,12 @@ def has_breakpoint(body: wire.UpstreamRequest) -> bool:
             return True
     if isinstance(body.system, list) and any(b.cache_control is not None for b in body.system):
         return True
+    markable = _MARKABLE_TYPES
     for m in body.messages:
-        if not isinstance(m.content, str):
-            for b in m.content:
-                if isinstance(b, _MARKABLE) and b.cache_control is not None:
+        content: Any = m.content  # blocks are told apart by type() (cheap on long bodies)
+        if type(content) is not str:
+            for b in content:
+                if type(b) in markable and b.cache_control is not None:
                     return True
     return False
 
