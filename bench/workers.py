@@ -16,7 +16,8 @@ hits both; each run starts after a warm-up second on every connection. The gener
 takes CPU from the same two cores, so its own CPU use is printed (a generator near one
 full core would be the limit, not the server), and so is the server's CPU per request
 (all its processes, from /proc), which shows whether a worker got cheaper or only more
-cores.
+cores. So is the CPU everything else on the machine used meanwhile: on a shared
+machine the second worker can only use what other processes leave free.
 """
 
 from __future__ import annotations
@@ -67,6 +68,13 @@ def descendants(pid: int) -> list[int]:
         out += kids
         frontier += kids
     return out
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) / TICKS, sum(fields) / TICKS
 
 
 def sockets(pid: int) -> int:
@@ -136,13 +144,17 @@ async def load(
                 tally.check(CLIENT, status, body)
                 done += 1
 
-    # Connections open one at a time, as clients arrive: a burst of connects lands
-    # mostly on whichever worker wakes first (its accept loop takes what is queued).
-    for c in conns:
-        await c.connect()
-        await asyncio.sleep(0.005)
-    warm = time.perf_counter() + 1.0
-    await asyncio.gather(*(worker(c, warm) for c in conns))
+    # Clients arrive one at a time (every 10 ms) and start sending at once: a burst
+    # of connects lands mostly on whichever worker wakes first (its accept loop takes
+    # all that is queued), while a client arriving during traffic is accepted by a
+    # worker that is free, as a server's clients are.
+    async def arrive(k: int, conn: Conn) -> None:
+        await asyncio.sleep(0.01 * k)
+        await conn.connect()
+        await worker(conn, warm)
+
+    warm = time.perf_counter() + 0.01 * connections + 1.0
+    await asyncio.gather(*(arrive(k, c) for k, c in enumerate(conns)))
     measuring = True
     # sockets per worker process (connections + the shared listener)
     split = "/".join(str(n) for n in map(sockets, pids[1:] or pids) if n)
@@ -157,10 +169,12 @@ def run(workers: int, args: argparse.Namespace) -> tuple[dict[str, float], str]:
     try:
         gen0 = resource.getrusage(resource.RUSAGE_SELF)
         cpu0 = cpu_seconds(pids)
+        busy0, all0 = machine_cpu()
         t0 = time.perf_counter()
         done, tally, split = asyncio.run(load(port, args.connections, args.seconds, pids))
         wall = time.perf_counter() - t0  # warm-up included, as in the CPU figures
         cpu = cpu_seconds(pids) - cpu0
+        busy1, all1 = machine_cpu()
         gen1 = resource.getrusage(resource.RUSAGE_SELF)
         gen = (gen1.ru_utime - gen0.ru_utime) + (gen1.ru_stime - gen0.ru_stime)
     finally:
@@ -176,6 +190,9 @@ def run(workers: int, args: argparse.Namespace) -> tuple[dict[str, float], str]:
         "server_cpu_ms": 1000 * cpu / max(1, done),
         "server_cores": cpu / wall,
         "generator_cores": gen / wall,
+        # cores busy with anything else on this shared machine (other sessions)
+        "other_cores": max(0.0, (busy1 - busy0) - cpu - gen) / wall,
+        "cores": (all1 - all0) / wall,
     }, split
 
 
@@ -189,16 +206,17 @@ def main() -> None:
     results: dict[int, list[dict[str, float]]] = {1: [], args.workers: []}
     print(
         "| run | workers | streams/s | server CPU/stream | server cores | generator cores "
-        "| sockets per worker |"
+        "| other processes' cores | sockets per worker |"
     )
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     for r in range(args.rounds):
         for w in (1, args.workers):
             x, split = run(w, args)
             results[w].append(x)
             print(
                 f"| {r + 1} | {w} | {x['rps']:,.0f} | {x['server_cpu_ms']:.2f} ms "
-                f"| {x['server_cores']:.2f} | {x['generator_cores']:.2f} | {split} |",
+                f"| {x['server_cores']:.2f} | {x['generator_cores']:.2f} "
+                f"| {x['other_cores']:.2f} of {x['cores']:.1f} | {split} |",
                 flush=True,
             )
     ratios = [
