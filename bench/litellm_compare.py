@@ -61,8 +61,9 @@ from proxai_asgi.codec import UpstreamOptions  # noqa: E402
 from proxai_asgi.errors import TranslationReport  # noqa: E402
 from proxai_asgi.protocols import get_codec  # noqa: E402
 from proxai_asgi.sse import SSEDecoder  # noqa: E402
+from tests.helpers.captures import captures_dir  # noqa: E402
 
-CAPTURES = ROOT / "tests" / "fixtures" / "captures"
+CAPTURES = captures_dir()  # recorded traffic lives outside the repository
 A, C, R = "anthropic_messages", "openai_chat_completions", "openai_responses"
 LETTER = {A: "A", C: "C", R: "R"}
 API = {A: "anthropic.messages", C: "openai.chat.completions", R: "openai.responses"}

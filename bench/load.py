@@ -2,7 +2,7 @@
 
 Three processes on 127.0.0.1:
 - a fake upstream (raw asyncio HTTP/1.1 with keep-alive) that answers each of the three
-  protocols with a recorded stream of that protocol (``tests/fixtures/captures``), one
+  protocols with a recorded stream of that protocol (read from ``shared/fixtures/captures``), one
   frame every ``--frame-delay`` seconds, and counts the streams it has open at once;
 - the proxy: ``ProxaiMiddleware`` under uvicorn, with three routes so one process
   serves all six translated directions (model ``to-chat`` / ``to-responses`` /

@@ -22,8 +22,9 @@ from proxai_asgi import canonical as c  # noqa: E402
 from proxai_asgi.codec import ProtocolName  # noqa: E402
 from proxai_asgi.protocols import get_codec  # noqa: E402
 from proxai_asgi.sse import SSEDecoder  # noqa: E402
+from tests.helpers.captures import captures_dir  # noqa: E402
 
-CAPTURES = ROOT / "tests" / "fixtures" / "captures"
+CAPTURES = captures_dir()  # recorded traffic lives outside the repository
 SHORT = {
     "openai_chat_completions": "chat",
     "openai_responses": "responses",

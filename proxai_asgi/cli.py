@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import config as cfg
 from .codec import PROTOCOLS
@@ -53,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--httpx",
         action="store_true",
         help="send plain-http upstream requests through httpx, not the lean HTTP/1.1 pool",
+    )
+    p.add_argument(
+        "--no-websocket",
+        action="store_true",
+        help="refuse the Responses WebSocket with 426 (Codex then uses HTTP)",
     )
     p.add_argument("--demo-protocol", choices=PROTOCOLS, help="protocol of the demo upstream")
     p.add_argument(
@@ -101,6 +107,8 @@ def build_app(
         server.log_level = args.log_level
     if args.httpx:
         server.lean_http = False
+    if args.no_websocket:
+        server.responses_websocket = False
     if args.workers is not None or env.get("PROXAI_WORKERS"):
         server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
     if server.workers < 1:
@@ -128,6 +136,7 @@ def build_app(
         prefix=server.prefix,
         max_body_size=server.max_body_size,
         lean_http=server.lean_http,
+        responses_websocket=server.responses_websocket,
     )
     return app, server
 
@@ -156,21 +165,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"proxai-asgi on http://{server.host}:{server.port}{server.prefix}  routes: {routes}",
         file=sys.stderr,
     )
-    log_level = server.log_level.lower()
+    options: dict[str, Any] = {
+        "host": server.host,
+        "port": server.port,
+        "log_level": server.log_level.lower(),
+        # A Responses WebSocket frame is a whole request body: the same limit.
+        "ws_max_size": server.max_body_size,
+    }
     if server.workers == 1:
-        uvicorn.run(app, host=server.host, port=server.port, log_level=log_level)
+        uvicorn.run(app, **options)
         return 0
     # uvicorn binds the port once and spawns the workers; each rebuilds the app from
     # the same command line (the environment it inherits carries it).
     os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
-    uvicorn.run(
-        f"{__name__}:worker_app",
-        factory=True,
-        workers=server.workers,
-        host=server.host,
-        port=server.port,
-        log_level=log_level,
-    )
+    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=server.workers, **options)
     return 0
 
 

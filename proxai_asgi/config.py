@@ -7,6 +7,7 @@ port = 8080
 prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
 lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
+responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 workers = 1                  # processes serving the port; each has its own pools and limits
 
 [[upstreams]]
@@ -52,6 +53,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     log_level: str = "info"
     demo_protocol: ProtocolName = "openai_chat_completions"
     lean_http: bool = True
+    responses_websocket: bool = True
     workers: int = 1  # processes serving the port (each with its own pools and limits)
 
 

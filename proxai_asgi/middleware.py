@@ -18,7 +18,7 @@ import anyio
 import msgspec
 
 from . import canonical as c
-from . import checks, custom_tools, endpoints, telemetry
+from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
 from .model_rewrite import rewrite_model
@@ -120,8 +120,11 @@ class ProxaiMiddleware:
     then get a 429 with ``retry-after``). Bodies over ``max_body_size`` bytes get a 413
     and bodies nesting JSON deeper than ``max_json_depth`` a 400, before any other work.
 
-    Requests to other paths, other methods, websockets and lifespan reach ``app``
-    untouched. ``prefix`` serves the LLM paths under a mount point (``/llm/v1/...``).
+    A WebSocket on the Responses path is served as Codex's Responses WebSocket
+    transport (``responses_websocket=False`` refuses it with a 426 so clients fall back
+    to HTTP). Requests to other paths, other methods, other websockets and lifespan
+    reach ``app`` untouched. ``prefix`` serves the LLM paths under a mount point
+    (``/llm/v1/...``).
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class ProxaiMiddleware:
         serve_models: bool = True,
         max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
         lean_http: bool = False,
+        responses_websocket: bool = True,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -158,6 +162,7 @@ class ProxaiMiddleware:
         self.queue_timeout = queue_timeout
         self.serve_models = serve_models
         self.max_json_depth = max_json_depth
+        self.responses_websocket = responses_websocket
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -167,6 +172,10 @@ class ProxaiMiddleware:
             protocol = _PATHS.get(path)
             if protocol is not None:
                 await Exchange(self, get_codec(protocol), scope, receive, send).run()
+                return
+            if path in ("/v1/responses/compact", "/responses/compact"):
+                ex = Exchange(self, get_codec("openai_responses"), scope, receive, send)
+                await ex.run(lambda body: compaction.compact(ex, body))
                 return
             if path in ("/v1/messages/count_tokens", "/messages/count_tokens"):
                 ex = Exchange(self, get_codec("anthropic_messages"), scope, receive, send)
@@ -187,6 +196,17 @@ class ProxaiMiddleware:
         elif scope["type"] == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
             return
+        elif scope["type"] == "websocket":
+            path = scope["path"]
+            if self.prefix:
+                path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
+            if _PATHS.get(path) == "openai_responses":
+                # Codex's Responses WebSocket: each frame is served by the HTTP path above.
+                if not self.responses_websocket:
+                    await websocket_responses.deny(scope, send)
+                    return
+                await websocket_responses.ResponsesSocket(self, scope, receive, send).run()
+                return
         await self.app(scope, receive, send)
 
     def _lifespan_send(self, send: Send) -> Send:
@@ -276,6 +296,12 @@ class Exchange:
         self.upstream = up = route.upstream
         self.model = model = route.model_rewrite or head.model or ""
         self.stream = bool(head.stream)
+        if self.client.name == "openai_responses" and compaction.mentions(body):
+            # Codex compaction: our compaction items expanded, a trigger answered here.
+            rewritten = await compaction.serve(self, up, body)
+            if rewritten is None:
+                return
+            body = rewritten
         if up.protocol == self.client.name:
             if model != head.model:
                 body = rewrite_model(body, model)

@@ -336,32 +336,39 @@ async def open_inner(
                 with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await sender.send({"type": "proxai.crash"})
 
+    # Errors of this body and of the caller's (an upstream error status turned into a
+    # ProxyError, a client disconnect) leave the task group as themselves, not wrapped
+    # in an ExceptionGroup, so both transports share the caller's one error path.
+    failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_app)
         try:
             start = await receiver.receive()
-        except anyio.EndOfStream:
-            raise ProxyError(502, "inner app sent no response", kind="bad_gateway") from None
-        if start.get("type") == "proxai.crash":
-            raise ProxyError(502, "inner app failed before responding", kind="bad_gateway")
-        if start.get("type") != "http.response.start":
-            raise ProxyError(502, "inner app sent no response start", kind="bad_gateway")
+            if start.get("type") == "proxai.crash":
+                raise ProxyError(502, "inner app failed before responding", kind="bad_gateway")
+            if start.get("type") != "http.response.start":
+                raise ProxyError(502, "inner app sent no response start", kind="bad_gateway")
 
-        async def chunks() -> AsyncIterator[bytes]:
-            async for message in receiver:
-                kind = message.get("type")
-                if kind == "http.response.body":
-                    data = message.get("body", b"")
-                    if data:
-                        yield data
-                    if not message.get("more_body", False):
-                        return
-                elif kind == "proxai.crash":
-                    raise ProxyError(502, "inner app failed mid-body", kind="bad_gateway")
+            async def chunks() -> AsyncIterator[bytes]:
+                async for message in receiver:
+                    kind = message.get("type")
+                    if kind == "http.response.body":
+                        data = message.get("body", b"")
+                        if data:
+                            yield data
+                        if not message.get("more_body", False):
+                            return
+                    elif kind == "proxai.crash":
+                        raise ProxyError(502, "inner app failed mid-body", kind="bad_gateway")
 
-        try:
             headers = [(bytes(k).lower(), bytes(v)) for k, v in start.get("headers", [])]
             yield UpstreamResponse(int(start["status"]), headers, chunks())
+        except anyio.EndOfStream:
+            failure = ProxyError(502, "inner app sent no response", kind="bad_gateway")
+        except Exception as exc:
+            failure = exc
         finally:
             finished.set()
             tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure

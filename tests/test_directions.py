@@ -47,7 +47,8 @@ def ok_captures(kind: str) -> list[str]:
     return [
         n
         for n in capture_names()
-        if f"_{kind}_" in n and load(n)["response"]["status"] == 200 and "n3_choices" not in n
+        # error recordings are named *_err_*; n=3 is rejected by design
+        if f"_{kind}_" in n and "n3_choices" not in n
     ]
 
 
@@ -394,7 +395,7 @@ def test_claude_codes_adaptive_thinking_sends_no_reasoning_to_openai_upstreams()
 REQUEST_CAPTURES = [
     (n, target)
     for n in capture_names()
-    if "n3_choices" not in n and load(n).get("request", {}).get("body")
+    if "n3_choices" not in n  # the n=3 recording has no request body
     for target in PROTOCOLS
     if target != protocol_of(n)
 ]

@@ -53,6 +53,7 @@ def _closed_port() -> int:
     return port
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize("protocol", ALL)
 @pytest.mark.parametrize(
     ("body", "needle"),
@@ -65,18 +66,26 @@ def _closed_port() -> int:
     ids=["invalid-json", "not-an-object", "missing-model", "model-wrong-type"],
 )
 def test_bad_request_body_is_a_400_in_the_client_shape(
-    stack: Stack, fake: FakeUpstream, protocol: str, body: bytes, needle: str
+    stack: Stack,
+    fake: FakeUpstream,
+    protocol: str,
+    body: bytes,
+    needle: str,
+    inner: bool,
 ) -> None:
-    proxy = stack.proxy(fake, protocol)  # type: ignore[arg-type]
+    proxy = stack.proxy(fake, protocol, inner=inner)  # type: ignore[arg-type]
     r = httpx.post(proxy + PATH[protocol], content=body)
     assert r.status_code == 400
     assert needle in assert_shape(protocol, r)
     assert fake.seen == []
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize("protocol", ALL)
-def test_body_over_the_limit_is_a_413(stack: Stack, fake: FakeUpstream, protocol: str) -> None:
-    proxy = stack.proxy(fake, protocol, max_body_size=1000)  # type: ignore[arg-type]
+def test_body_over_the_limit_is_a_413(
+    stack: Stack, fake: FakeUpstream, protocol: str, inner: bool
+) -> None:
+    proxy = stack.proxy(fake, protocol, max_body_size=1000, inner=inner)  # type: ignore[arg-type]
     big = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 5000}]})
     r = httpx.post(proxy + PATH[protocol], content=big)
     assert r.status_code == 413
@@ -108,9 +117,13 @@ def test_upstream_timeout_is_a_504(protocol: str) -> None:
     assert_shape(protocol, r)
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize("protocol", ALL)
 def test_upstream_html_error_keeps_status_and_is_rendered_in_client_shape(
-    stack: Stack, fake: FakeUpstream, protocol: str
+    stack: Stack,
+    fake: FakeUpstream,
+    protocol: str,
+    inner: bool,
 ) -> None:
     other = (
         "openai_chat_completions" if protocol != "openai_chat_completions" else "anthropic_messages"
@@ -120,7 +133,7 @@ def test_upstream_html_error_keeps_status_and_is_rendered_in_client_shape(
             503, [("content-type", "text/html")], [b"<html><body>Service Unavailable</body></html>"]
         )
     )
-    proxy = stack.proxy(fake, other)  # type: ignore[arg-type]
+    proxy = stack.proxy(fake, other, inner=inner)  # type: ignore[arg-type]
     r = httpx.post(proxy + PATH[protocol], content=_body(protocol))
     assert r.status_code == 503
     assert "Service Unavailable" in assert_shape(protocol, r)

@@ -85,6 +85,7 @@ def test_mid_stream_upstream_error_event_ends_the_client_stream_with_its_own_err
     assert_terminal_error(client, post_stream(base, client), "Overloaded")
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize(
     ("client", "upstream", "capture"),
     [
@@ -97,21 +98,30 @@ def test_mid_stream_upstream_error_event_ends_the_client_stream_with_its_own_err
     ],
 )
 def test_upstream_stream_that_ends_before_its_terminal_event_is_a_terminal_error(
-    stack: Stack, fake: FakeUpstream, client: str, upstream: str, capture: str
+    stack: Stack,
+    fake: FakeUpstream,
+    client: str,
+    upstream: str,
+    capture: str,
+    inner: bool,
 ) -> None:
     fake.push(cut(capture, 6))
-    base = stack.proxy(fake, upstream)  # type: ignore[arg-type]
+    base = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
     assert_terminal_error(client, post_stream(base, client), "")
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize("client", ["anthropic_messages", "openai_responses"])
 def test_upstream_stream_stall_ends_with_a_timeout_error_within_the_idle_limit(
-    stack: Stack, fake: FakeUpstream, client: str
+    stack: Stack,
+    fake: FakeUpstream,
+    client: str,
+    inner: bool,
 ) -> None:
     rep = reply_from_capture("chat_sse_parallel_tool_calls")
     rep.stall_after, rep.stall = 3, 3.0  # three frames, then silence
     fake.push(rep)
-    base = stack.proxy(fake, "openai_chat_completions", stream_idle_timeout=0.5)
+    base = stack.proxy(fake, "openai_chat_completions", stream_idle_timeout=0.5, inner=inner)
     t0 = time.monotonic()
     body = post_stream(base, client)
     assert time.monotonic() - t0 < 2.5
@@ -136,8 +146,11 @@ def test_client_disconnect_cancels_a_translated_upstream_stream(
     assert not fake.finished.is_set()
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 def test_upstream_rate_limit_keeps_status_retry_after_and_message_in_client_shape(
-    stack: Stack, fake: FakeUpstream
+    stack: Stack,
+    fake: FakeUpstream,
+    inner: bool,
 ) -> None:
     frag = load("errors_from_issue_reports_FRAGMENTS")["fragments"][1]
     fake.push(
@@ -147,7 +160,7 @@ def test_upstream_rate_limit_keeps_status_retry_after_and_message_in_client_shap
             [frag["body"].encode()],
         )
     )
-    base = stack.proxy(fake, "anthropic_messages")
+    base = stack.proxy(fake, "anthropic_messages", inner=inner)
     o = openai.OpenAI(base_url=base + "/v1", api_key="k", max_retries=0)
     with pytest.raises(openai.RateLimitError) as info:
         o.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
@@ -157,24 +170,30 @@ def test_upstream_rate_limit_keeps_status_retry_after_and_message_in_client_shap
     assert set(body["error"]) == {"message", "type", "param", "code"}
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 def test_openai_rate_limit_reaches_an_anthropic_client_as_rate_limit_error(
-    stack: Stack, fake: FakeUpstream
+    stack: Stack,
+    fake: FakeUpstream,
+    inner: bool,
 ) -> None:
     frag = load("errors_from_issue_reports_FRAGMENTS")["fragments"][2]
     fake.push(Reply(429, [("content-type", "application/json")], [frag["body"].encode()]))
-    base = stack.proxy(fake, "openai_chat_completions")
+    base = stack.proxy(fake, "openai_chat_completions", inner=inner)
     a = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
     with pytest.raises(anthropic.RateLimitError) as info:
         a.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
     assert info.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
 
 
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 def test_overloaded_529_reaches_an_anthropic_client_as_overloaded_error(
-    stack: Stack, fake: FakeUpstream
+    stack: Stack,
+    fake: FakeUpstream,
+    inner: bool,
 ) -> None:
     body = b'{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}'
     fake.push(Reply(529, [("content-type", "application/json")], [body]))
-    base = stack.proxy(fake, "openai_responses")
+    base = stack.proxy(fake, "openai_responses", inner=inner)
     r = httpx.post(
         base + "/v1/messages",
         json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},

@@ -50,6 +50,7 @@ import httpx
 import pytest
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
+from tests.helpers.captures import path_of
 from tests.helpers.servers import reply_from_capture
 from tests.helpers.validate_anthropic import validate_anthropic_stream
 from tests.helpers.validate_chat import validate_chat_stream
@@ -89,6 +90,15 @@ JSON_CAPTURE = {
     ANTHROPIC: "anthropic_json_text_basic",
 }
 SSE_HEADERS = [("Content-Type", "text/event-stream; charset=utf-8")]
+
+
+@pytest.fixture(autouse=True)
+def _recordings() -> None:
+    """The raw upstream answers with recorded traffic: read it in the test, so a
+    checkout without the recordings skips here instead of failing in the server."""
+    for table in (TEXT_CAPTURE, TOOL_CAPTURE, JSON_CAPTURE):
+        for name in table.values():
+            path_of(name)
 
 
 def _frames(name: str) -> list[bytes]:

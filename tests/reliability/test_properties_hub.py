@@ -34,6 +34,7 @@ import copy
 import json
 from collections import Counter
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -47,7 +48,7 @@ from proxai_asgi.codec import PROTOCOLS, UpstreamOptions, fold
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
 from proxai_asgi.sse import SSEDecoder
-from tests.helpers.captures import load
+from tests.helpers.captures import load, path_of, present
 from tests.helpers.servers import reply_from_capture
 
 RUNS: Counter[str] = Counter()
@@ -338,7 +339,7 @@ def _capture_requests(prefix: str) -> list[dict[str, Any]]:
         "json_cached_tokens",
         "json_refusal",
     ):
-        with contextlib.suppress(FileNotFoundError, KeyError):
+        if present(f"{prefix}_{name}"):
             out.append(load(f"{prefix}_{name}")["request"]["body"])
     return out
 
@@ -502,10 +503,12 @@ def _frame(event: str | None, data: Any) -> bytes:
     return f"{head}data: {payload}\n\n".encode()
 
 
-REAL_FRAMES = {
-    p: [[_split_frame(f) for f in reply_from_capture(n).chunks] for n in names]
-    for p, names in STREAM_CAPTURES.items()
-}
+@cache
+def real_frames(upstream: str) -> list[list[tuple[str | None, Any]]]:
+    """The recorded streams of ``upstream``, frame by frame (read on first use, so a
+    checkout without the recordings skips only the tests that need them)."""
+    names = STREAM_CAPTURES[upstream]
+    return [[_split_frame(f) for f in reply_from_capture(n).chunks] for n in names]
 
 
 JUNK = [
@@ -524,7 +527,7 @@ def sse_stream(draw: st.DrawFn, upstream: str) -> list[bytes]:
     repeated, cut off with all after it, an inserted frame of a real event name with
     arbitrary JSON, a junk frame), cut into arbitrary chunks."""
     frames: list[tuple[str | None, Any] | bytes] = list(
-        draw(st.sampled_from(REAL_FRAMES[upstream]))
+        draw(st.sampled_from(real_frames(upstream)))
     )
     for _ in range(draw(st.integers(0, 4))):
         if not frames:
@@ -619,6 +622,7 @@ def collect(upstream: str, chunks: list[bytes]) -> None:
 def test_shaped_sse_streams_raise_only_proxy_errors_in_every_direction(
     upstream: str, data: st.DataObject
 ) -> None:
+    real_frames(upstream)  # skips here, before hypothesis draws, without the recordings
     chunks = data.draw(sse_stream(upstream))
     RUNS["stream/shaped"] += 1
     for client in PROTOCOLS:
@@ -657,7 +661,7 @@ def _response_seeds(prefix: str) -> list[dict[str, Any]]:
         "max_tokens",
         "cache_read",
     ):
-        with contextlib.suppress(FileNotFoundError):
+        if present(f"{prefix}_json_{name}"):
             out.append(json.loads(reply_from_capture(f"{prefix}_json_{name}").chunks[0]))
     return out
 
@@ -675,6 +679,8 @@ RESPONSE_SEEDS = {
 def test_upstream_json_bodies_raise_only_proxy_errors_in_every_direction(
     upstream: str, data: st.DataObject
 ) -> None:
+    # The seeds are read at import; this skips here when they could not be.
+    path_of(f"{STREAM_CAPTURES[upstream][0].split('_')[0]}_json_text_basic")
     doc = data.draw(mutated(RESPONSE_SEEDS[upstream]) | json_values)
     RUNS["response/json"] += 1
     try:

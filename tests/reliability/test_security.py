@@ -35,6 +35,7 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.checks import DEFAULT_MAX_JSON_DEPTH
+from tests.helpers.captures import path_of
 from tests.helpers.servers import reply_from_capture
 
 from ._raw import Conn, LoopServer, RawServer
@@ -59,6 +60,16 @@ SSE_CAPTURE = {
     RESPONSES: "responses_sse_text_basic",
     ANTHROPIC: "anthropic_sse_text_basic",
 }
+
+
+@pytest.fixture(autouse=True)
+def _recordings() -> None:
+    """The raw upstream answers with recorded traffic: read it in the test, so a
+    checkout without the recordings skips here instead of failing in the server."""
+    for name in (*JSON_CAPTURE.values(), *SSE_CAPTURE.values()):
+        path_of(name)
+
+
 HOP_RESPONSE_HEADERS = [
     ("Keep-Alive", "timeout=5, max=100"),
     ("Proxy-Authenticate", 'Basic realm="upstream"'),

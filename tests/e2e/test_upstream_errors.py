@@ -1,0 +1,81 @@
+"""An upstream's non-2xx answer reaches the client with the same status and the
+upstream's message, in the client's own error shape: the same over both transports
+(HTTP upstream and the wrapped app), streamed and not, in every translated direction."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.helpers.servers import FakeUpstream, Reply
+
+from .conftest import Stack
+from .test_errors import assert_shape
+
+PROTOCOLS = ["openai_chat_completions", "openai_responses", "anthropic_messages"]
+PAIRS = [(c, u) for c in PROTOCOLS for u in PROTOCOLS if c != u]
+STATUSES = [400, 401, 403, 404, 413, 429, 500, 503]
+ANTHROPIC_TYPE = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+}
+
+
+def upstream_error(protocol: str, status: int) -> bytes:
+    message = f"upstream refused with {status}"
+    if protocol == "anthropic_messages":
+        err = {"type": ANTHROPIC_TYPE[status], "message": message}
+        return json.dumps({"type": "error", "error": err}).encode()
+    err = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    return json.dumps({"error": err}).encode()
+
+
+def client_request(client: str, stream: bool) -> tuple[str, dict[str, object]]:
+    if client == "anthropic_messages":
+        body: dict[str, object] = {
+            "model": "m",
+            "max_tokens": 20,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+        path = "/v1/messages"
+    elif client == "openai_responses":
+        body, path = {"model": "m", "input": "hi"}, "/v1/responses"
+    else:
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        path = "/v1/chat/completions"
+    if stream:
+        body["stream"] = True
+    return path, body
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("status", STATUSES)
+@pytest.mark.parametrize(("client", "upstream"), PAIRS)
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
+def test_upstream_error_keeps_status_and_message_in_the_client_shape_on_both_transports(
+    stack: Stack,
+    fake: FakeUpstream,
+    inner: bool,
+    client: str,
+    upstream: str,
+    status: int,
+    stream: bool,
+) -> None:
+    fake.push(
+        Reply(status, [("content-type", "application/json")], [upstream_error(upstream, status)])
+    )
+    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    path, body = client_request(client, stream)
+    r = httpx.post(proxy + path, json=body, timeout=20)
+    assert r.status_code == status
+    assert r.headers["content-type"].startswith("application/json")
+    assert f"upstream refused with {status}" in assert_shape(client, r)
+    assert len(fake.seen) == 1
