@@ -196,13 +196,56 @@ def run(workers: int, args: argparse.Namespace) -> tuple[dict[str, float], str]:
     }, split
 
 
+def independent(count: int, args: argparse.Namespace) -> float:
+    """Streams/s of ``count`` single-worker servers on their own ports, each loaded by
+    its own generator process with its share of the connections: what this machine
+    allows when nothing is shared between the server processes."""
+    servers = [start_server(1) for _ in range(count)]
+    try:
+        readers = []
+        for _, port, pids in servers:
+            r, w = os.pipe()
+            if os.fork() == 0:  # a generator process
+                os.close(r)
+                done, _, _ = asyncio.run(load(port, args.connections // count, args.seconds, pids))
+                os.write(w, str(done).encode())
+                os._exit(0)
+            os.close(w)
+            readers.append(r)
+        total = 0
+        for r in readers:
+            os.wait()
+            total += int(os.read(r, 64))
+        return total / args.seconds
+    finally:
+        for proc, _, _ in servers:
+            proc.terminate()
+            proc.wait(30)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument(
+        "--independent",
+        action="store_true",
+        help="instead: 1 server against N single-worker servers on N ports, a generator each",
+    )
     args = parser.parse_args()
+    if args.independent:
+        for r in range(args.rounds):
+            one, many = independent(1, args), independent(args.workers, args)
+            print(
+                f"round {r + 1}: 1 server {one:,.0f} streams/s; {args.workers} independent "
+                f"servers {many:,.0f} streams/s ({many / one:.2f}x)",
+                flush=True,
+            )
+        return
     results: dict[int, list[dict[str, float]]] = {1: [], args.workers: []}
     print(
         "| run | workers | streams/s | server CPU/stream | server cores | generator cores "
