@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -174,16 +175,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if server.workers == 1:
         uvicorn.run(app, **options)
         return 0
-    # N processes, each with its own socket on the port (``workers.py``).
-    from .workers import serve
+    # uvicorn binds the port once and spawns the workers; each rebuilds the app from
+    # the same command line (the environment it inherits carries it).
+    os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
+    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=server.workers, **options)
+    return 0
 
-    host, port = options.pop("host"), options.pop("port")
-    return serve(list(sys.argv[1:] if argv is None else argv), host, port, server.workers, options)
+
+_WORKER_ARGV = "PROXAI_WORKER_ARGV"
 
 
-def worker_app(argv: list[str]) -> ProxaiMiddleware:
+def worker_app() -> ProxaiMiddleware:
     """The app of one worker process (``--workers N``), built as the parent built it."""
-    app, server = build_app(build_parser().parse_args(argv))
+    args = build_parser().parse_args(json.loads(os.environ[_WORKER_ARGV]))
+    app, server = build_app(args)
     level = server.log_level.upper()
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     return app
