@@ -185,3 +185,17 @@ def test_worker_count_from_flag_and_environment_and_its_errors(tmp_path: Path) -
         timeout=60,
     )
     assert out.returncode == 2 and "workers" in out.stderr
+
+
+def test_a_worker_that_dies_is_replaced() -> None:
+    with proxy("--workers", "2") as server:
+        start(server, 2)
+        dead = server.workers[0]
+        os.kill(dead, signal.SIGKILL)
+        new = int(server.read_until(re.compile(r"Started server process \[(\d+)\]"))[1])
+        assert new not in server.workers and parent_of(new) == server.proc.pid
+        server.read_until(re.compile(r"Application startup complete"))
+        ask_all_three(server.port)
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=60) == 0
+        assert not exists(new)
