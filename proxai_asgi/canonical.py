@@ -204,6 +204,9 @@ class Request(msgspec.Struct, kw_only=True):
     metadata: dict[str, str] | None = None
     service_tier: str | None = None
     prompt_cache_key: str | None = None
+    # The client's protocol caches prompt prefixes by itself (OpenAI): toward an
+    # upstream that caches only at explicit breakpoints, the encoder places them.
+    implicit_caching: bool = False
     verbosity: str | None = None  # Chat ``verbosity`` / Responses ``text.verbosity``
     # Fields that change the *kind* of answer; a target that cannot honour them
     # rejects (or, in lossy mode, drops and reports).

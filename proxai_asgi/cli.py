@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import config as cfg
 from .codec import PROTOCOLS
@@ -18,7 +20,7 @@ from .upstream import Receive, Scope, Send
 EPILOG = """\
 Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
-$PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT), and these flags. With no upstream
+$PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS), and these flags. With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
@@ -59,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="refuse the Responses WebSocket with 426 (Codex then uses HTTP)",
     )
     p.add_argument("--demo-protocol", choices=PROTOCOLS, help="protocol of the demo upstream")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="processes serving the port (default 1); each has its own upstream "
+        "connections and limits",
+    )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     return p
 
@@ -89,8 +97,8 @@ def build_app(
     server = conf.server
     if args.host or env.get("PROXAI_HOST"):
         server.host = args.host or env["PROXAI_HOST"]
-    if args.port or env.get("PROXAI_PORT"):
-        server.port = int(args.port or env["PROXAI_PORT"])
+    if args.port is not None or env.get("PROXAI_PORT"):  # --port 0: any free port
+        server.port = int(args.port if args.port is not None else env["PROXAI_PORT"])
     if args.prefix is not None:
         server.prefix = args.prefix
     if args.demo_protocol:
@@ -101,6 +109,10 @@ def build_app(
         server.lean_http = False
     if args.no_websocket:
         server.responses_websocket = False
+    if args.workers is not None or env.get("PROXAI_WORKERS"):
+        server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
+    if server.workers < 1:
+        raise cfg.ConfigError("--workers (or server.workers): must be 1 or more")
 
     url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
     routes: list[Route]
@@ -153,12 +165,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"proxai-asgi on http://{server.host}:{server.port}{server.prefix}  routes: {routes}",
         file=sys.stderr,
     )
-    uvicorn.run(
-        app,
-        host=server.host,
-        port=server.port,
-        log_level=server.log_level.lower(),
+    options: dict[str, Any] = {
+        "host": server.host,
+        "port": server.port,
+        "log_level": server.log_level.lower(),
         # A Responses WebSocket frame is a whole request body: the same limit.
-        ws_max_size=server.max_body_size,
-    )
+        "ws_max_size": server.max_body_size,
+    }
+    if server.workers == 1:
+        uvicorn.run(app, **options)
+        return 0
+    # uvicorn binds the port once and spawns the workers; each rebuilds the app from
+    # the same command line (the environment it inherits carries it).
+    os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
+    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=server.workers, **options)
     return 0
+
+
+_WORKER_ARGV = "PROXAI_WORKER_ARGV"
+
+
+def worker_app() -> ProxaiMiddleware:
+    """The app of one worker process (``--workers N``), built as the parent built it."""
+    args = build_parser().parse_args(json.loads(os.environ[_WORKER_ARGV]))
+    app, server = build_app(args)
+    level = server.log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    return app

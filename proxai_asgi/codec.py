@@ -55,6 +55,9 @@ class UpstreamOptions(msgspec.Struct, kw_only=True):
     # Chat upstreams: replay reasoning as ``reasoning_content`` on assistant turns
     # (DeepSeek/Kimi-style servers require it in tool loops; OpenAI rejects it).
     echo_reasoning_content: bool = False
+    # Anthropic upstreams: place cache breakpoints for clients whose protocol caches
+    # prompt prefixes implicitly (``anthropic_messages/cache_breakpoints.py``).
+    cache_breakpoints: bool = True
 
 
 class StreamDecoder(Protocol):

@@ -8,6 +8,7 @@ prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
 lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
 responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
+workers = 1                  # processes serving the port; each has its own pools and limits
 
 [[upstreams]]
 name = "claude"
@@ -53,6 +54,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     demo_protocol: ProtocolName = "openai_chat_completions"
     lean_http: bool = True
     responses_websocket: bool = True
+    workers: int = 1  # processes serving the port (each with its own pools and limits)
 
 
 class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -72,6 +74,7 @@ class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     native_custom_tools: bool = False
     chat_max_tokens_field: str = "max_completion_tokens"
     echo_reasoning_content: bool = False
+    cache_breakpoints: bool = True
 
 
 class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -91,6 +94,8 @@ def parse(data: dict[str, Any]) -> Config:
         config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
+    if config.server.workers < 1:
+        raise ConfigError("server.workers: must be 1 or more")
     names = [u.name for u in config.upstreams]
     for i, u in enumerate(config.upstreams):
         if names.count(u.name) > 1:
@@ -143,6 +148,7 @@ def build_upstream(u: UpstreamConfig, env: dict[str, str] | None = None) -> Upst
         native_custom_tools=u.native_custom_tools,
         chat_max_tokens_field=u.chat_max_tokens_field,
         echo_reasoning_content=u.echo_reasoning_content,
+        cache_breakpoints=u.cache_breakpoints,
     )
 
 

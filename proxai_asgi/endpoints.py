@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 
 from .errors import ProxyError, TranslationReport
@@ -49,6 +48,8 @@ async def count_tokens(ex: Exchange, body: bytes) -> None:
             from .model_rewrite import rewrite_model
 
             body = rewrite_model(body, route.model_rewrite)
+        import httpx  # loaded by ``client`` already
+
         client = ex.mw.http.client
         url = up.url + "/count_tokens"
         try:
@@ -118,6 +119,8 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
     else:
         url = base + "/models"
     out_headers = upstream_headers(headers, up, up.protocol, passthrough=False, stream=False)
+    import httpx  # loaded by ``client`` already
+
     try:
         r = await mw.http.client.get(url, headers=out_headers, timeout=5.0)
         ids = [m["id"] for m in r.json().get("data", []) if isinstance(m.get("id"), str)]

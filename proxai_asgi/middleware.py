@@ -12,22 +12,23 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 import msgspec
 
 from . import canonical as c
 from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
 from .codec import Codec, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, ResponseAborted, TranslationReport
-from .http1 import Http1Pool
 from .model_rewrite import rewrite_model
 from .passthrough import PassthroughRelay
 from .protocols import get_codec
 from .routing import Route, Router, Upstream
 from .sse import SSEDecoder
+
+if TYPE_CHECKING:
+    import httpx  # imported on first use (upstream.py), as is the lean pool (http1.py)
 from .upstream import (
     ASGIApp,
     HttpTransport,
@@ -151,7 +152,11 @@ class ProxaiMiddleware:
         self.prefix = prefix.rstrip("/")
         self.max_body_size = max_body_size
         self.http = HttpTransport(http_client, max_connections=max_connections)
-        self.lean = Http1Pool(max_connections) if lean_http and http_client is None else None
+        self.lean = None
+        if lean_http and http_client is None:
+            from .http1 import Http1Pool
+
+            self.lean = Http1Pool(max_connections)
         # Past max_concurrency exchanges, requests wait up to queue_timeout for a
         # slot, then get a 429 in their own protocol's shape.
         self.limiter = anyio.Semaphore(max_concurrency) if max_concurrency else None

@@ -41,6 +41,7 @@ class Upstream:
     native_custom_tools: bool = False
     chat_max_tokens_field: str = "max_completion_tokens"
     echo_reasoning_content: bool = False
+    cache_breakpoints: bool = True  # Anthropic: cache_control for OpenAI-protocol clients
     inner: bool = False  # the wrapped ASGI app is the upstream
     inner_path: str | None = None
 
@@ -87,6 +88,7 @@ class Upstream:
             native_custom_tools=self.native_custom_tools,
             chat_max_tokens_field=self.chat_max_tokens_field,
             echo_reasoning_content=self.echo_reasoning_content,
+            cache_breakpoints=self.cache_breakpoints,
         )
 
 

@@ -9,14 +9,16 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 
 from .codec import ProtocolName
 from .errors import ProxyError
 from .routing import Upstream
+
+if TYPE_CHECKING:
+    import httpx  # imported when first used: upstreams on the lean pool never need it
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -220,6 +222,8 @@ class HttpTransport:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx
+
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(600.0, connect=10.0),
                 limits=httpx.Limits(
@@ -240,6 +244,8 @@ class HttpTransport:
     ) -> AsyncIterator[UpstreamResponse]:
         """Send the request; yields once headers arrived. ``raw`` keeps the body's
         content-encoding (pass-through) instead of decoding it."""
+        import httpx
+
         timeout = httpx.Timeout(upstream.read_timeout, connect=upstream.connect_timeout)
         request = self.client.build_request(
             "POST", upstream.url, content=body, headers=headers, timeout=timeout
@@ -270,6 +276,8 @@ class HttpTransport:
 
 async def _guard(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Body iteration with transport failures turned into ``ProxyError``."""
+    import httpx
+
     try:
         async for chunk in chunks:
             yield chunk

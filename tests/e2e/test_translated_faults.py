@@ -300,7 +300,11 @@ def test_codex_custom_tool_is_wrapped_for_anthropic_and_unwrapped_for_the_client
     assert tool["name"] == "apply_patch"
     assert tool["input_schema"]["properties"]["input"]["type"] == "string"
     assert grammar in tool["description"]
-    assert sent["system"] == "You are Codex."
+    # a Responses client's prompt, with the cache breakpoint Anthropic needs
+    ephemeral = {"type": "ephemeral"}
+    assert sent["system"] == [
+        {"type": "text", "text": "You are Codex.", "cache_control": ephemeral}
+    ]
 
 
 def test_codex_custom_tool_stream_unwraps_to_a_custom_tool_call_item(

@@ -159,8 +159,11 @@ def test_capture_requests_translate_to_valid_upstream_requests_keeping_tools(
     req = load("chat_json_parallel_tool_calls")["request"]["body"]
     o.chat.completions.create(**req)
     sent = fake.seen[0].json()
-    assert sent["system"] == "Use parallel tool calling."
-    assert sent["messages"] == [{"role": "user", "content": req["messages"][1]["content"]}]
+    # with the cache breakpoints an OpenAI client gets toward Anthropic
+    mark = {"cache_control": {"type": "ephemeral"}}
+    assert sent["system"] == [{"type": "text", "text": "Use parallel tool calling.", **mark}]
+    user = {"type": "text", "text": req["messages"][1]["content"], **mark}
+    assert sent["messages"] == [{"role": "user", "content": [user]}]
     (tool,) = sent["tools"]
     assert tool["name"] == "secret_retrieval_tool"
     assert tool["input_schema"] == req["tools"][0]["function"]["parameters"]

@@ -49,10 +49,13 @@ def client_request(
 def translate_request(
     client: ProtocolName, upstream: ProtocolName, body: dict[str, Any], lossy: bool = False
 ) -> dict[str, Any]:
-    """A client request body as the body sent to the upstream."""
+    """A client request body as the body sent to the upstream. Without the cache
+    breakpoints an Anthropic upstream gets for OpenAI clients: the spec rules are about
+    placement (the breakpoints: ``tests/protocols/anthropic/test_cache_breakpoints.py``)."""
     report = TranslationReport(lossy)
     creq = get_codec(client).decode_request(json.dumps(body).encode(), report)
-    out = get_codec(upstream).encode_request(creq, report, UpstreamOptions())
+    options = UpstreamOptions(cache_breakpoints=False)
+    out = get_codec(upstream).encode_request(creq, report, options)
     result: dict[str, Any] = json.loads(out)
     return result
 

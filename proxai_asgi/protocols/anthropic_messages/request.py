@@ -38,7 +38,7 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
-from . import wire
+from . import cache_breakpoints, wire
 from .response import arguments_json, citations_in, reasoning_from_thinking
 
 _request_decoder = msgspec.json.Decoder(wire.MessagesRequest)
@@ -452,6 +452,8 @@ def encode_request(
             request.service_tier if request.service_tier in ("auto", "standard_only") else None
         ),
     )
+    if request.implicit_caching and options.cache_breakpoints:
+        cache_breakpoints.place(body)
     return _encoder.encode(body)
 
 

@@ -395,6 +395,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         metadata=req.metadata,
         service_tier=req.service_tier,
         prompt_cache_key=req.prompt_cache_key,
+        implicit_caching=True,
         verbosity=req.verbosity,
         n=req.n,
         logprobs=req.logprobs,

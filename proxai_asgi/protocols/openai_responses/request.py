@@ -228,6 +228,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         metadata=req.metadata,
         service_tier=req.service_tier,
         prompt_cache_key=req.prompt_cache_key,
+        implicit_caching=True,
         verbosity=req.text.verbosity if req.text is not None else None,
         previous_response_id=req.previous_response_id,
         background=req.background,

@@ -538,6 +538,7 @@ def test_upstream_request_round_trips_through_the_client_decoder() -> None:
         include_usage=True,
         reasoning=c.ReasoningConfig(effort="low"),
         response_format=c.ResponseFormat(type="json_schema", name="n", schema={"type": "object"}),
+        implicit_caching=True,  # what a Chat client's request always says
     )
     body = CODEC.encode_request(original, TranslationReport(), UpstreamOptions())
     back = CODEC.decode_request(body, TranslationReport())

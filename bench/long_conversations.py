@@ -1,0 +1,182 @@
+"""Request translation of long agent-loop conversations, against the msgspec floor.
+
+    .venv/bin/python bench/long_conversations.py          # --sizes 14,200,1000 (KB)
+
+Claude Code and Codex resend the whole conversation every turn, so a request's
+translation cost grows with it. For bodies of about 14 KB, 200 KB and 1 MB (a system
+prompt, five tools, then tool round trips: assistant text, a tool call, its output),
+written in each client protocol, and for all six directions:
+
+- **time**: the middleware's sans-IO request path (``decode_request``,
+  ``check_request``, custom-tool wrapping where the middleware does it,
+  ``encode_request``), median of the runs, against the floor
+  ``msgspec.json.encode(msgspec.json.decode(body))`` of the same body, timed
+  alternately with it;
+- **memory**: the peak of Python allocations during one translation (tracemalloc;
+  msgspec allocates through Python's allocator, so its buffers count), the input body
+  itself excluded as it exists before translation starts, as a multiple of the body
+  size; the floor's own peak is given alongside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from proxai_asgi import canonical as c  # noqa: E402
+from proxai_asgi import checks, custom_tools  # noqa: E402
+from proxai_asgi.codec import ProtocolName, UpstreamOptions  # noqa: E402
+from proxai_asgi.errors import TranslationReport  # noqa: E402
+from proxai_asgi.protocols import get_codec  # noqa: E402
+
+A: ProtocolName = "anthropic_messages"
+C: ProtocolName = "openai_chat_completions"
+R: ProtocolName = "openai_responses"
+LETTER = {A: "A", C: "C", R: "R"}
+DIRECTIONS = [(cl, up) for cl in (A, C, R) for up in (A, C, R) if cl != up]
+OPTIONS = UpstreamOptions()
+# size (KB) -> tool round trips; each tool output is then sized to reach the body size
+TURNS = {14: 12, 200: 60, 1000: 150}
+
+
+def conversation(turns: int, output_lines: int) -> c.Request:
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["path"],
+    }
+    tools = [
+        c.Tool(name=f"tool_{k}", description=f"Tool number {k}. " * 8, parameters=schema)
+        for k in range(5)
+    ]
+    messages = [c.Message(role="user", content=[c.Text(text="Refactor the module. " * 30)])]
+    for turn in range(turns):
+        call = f"call_{turn:04d}"
+        args = json.dumps({"path": f"src/m{turn}.py", "limit": 200})
+        messages.append(
+            c.Message(
+                role="assistant",
+                content=[
+                    c.Text(text=f"Step {turn}: reading the file next. " * 4),
+                    c.ToolCall(id=call, name=f"tool_{turn % 5}", arguments=args),
+                ],
+            )
+        )
+        output = "".join(f"{turn}:{k}: line of code\n" for k in range(output_lines))
+        messages.append(
+            c.Message(
+                role="tool", content=[c.ToolResult(call_id=call, content=[c.Text(text=output)])]
+            )
+        )
+    messages.append(c.Message(role="user", content=[c.Text(text="Now run the tests.")]))
+    return c.Request(
+        model="bench-model",
+        messages=messages,
+        system=[c.Text(text="You are a careful coding agent. " * 20)],
+        tools=tools,
+        tool_choice=c.ToolChoice(mode="auto"),
+        max_tokens=4096,
+        temperature=0.2,
+        stream=True,
+    )
+
+
+def body_of(protocol: ProtocolName, kb: int) -> bytes:
+    """An agent-loop body in ``protocol`` of about ``kb`` KB."""
+    turns = TURNS.get(kb, max(1, kb // 8))
+    lines = 1
+    while True:
+        body = get_codec(protocol).encode_request(
+            conversation(turns, lines), TranslationReport(), OPTIONS
+        )
+        if len(body) >= kb * 1000 or lines > 100_000:
+            return body
+        lines = max(lines + 1, int(lines * kb * 1000 / len(body)))
+
+
+def translator(client: ProtocolName, upstream: ProtocolName) -> Callable[[bytes], bytes]:
+    cl, up = get_codec(client), get_codec(upstream)
+    # As the middleware decides it (default upstream options).
+    wrap = client == R and not (
+        up.supports_custom_tools and (up.name != C or OPTIONS.native_custom_tools)
+    )
+
+    def run(body: bytes) -> bytes:
+        report = TranslationReport()
+        request = cl.decode_request(body, report)
+        checks.check_request(request)
+        if wrap:
+            custom_tools.wrap(request)
+        return up.encode_request(request, report, OPTIONS)
+
+    return run
+
+
+def floor(body: bytes) -> bytes:
+    return msgspec.json.encode(msgspec.json.decode(body))
+
+
+def timed(fn: Callable[[bytes], bytes], body: bytes) -> float:
+    t0 = time.perf_counter()
+    fn(body)
+    return time.perf_counter() - t0
+
+
+def peak(fn: Callable[[bytes], bytes], body: bytes) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn(body)
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="14,200,1000", help="body sizes in KB")
+    parser.add_argument("--seconds", type=float, default=1.5, help="timing budget per cell")
+    args = parser.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    bodies = {(p, kb): body_of(p, kb) for p in (A, C, R) for kb in sizes}
+    print(
+        "| direction | body | ours | floor | ours / floor | peak memory / body "
+        "| floor's peak / body |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for kb in sizes:
+        for client, upstream in DIRECTIONS:
+            body = bodies[client, kb]
+            fn = translator(client, upstream)
+            fn(body)  # warm
+            ours: list[float] = []
+            base: list[float] = []
+            deadline = time.perf_counter() + args.seconds
+            while len(ours) < 5 or (time.perf_counter() < deadline and len(ours) < 2000):
+                ours.append(timed(fn, body))
+                base.append(timed(floor, body))
+            t_ours, t_floor = statistics.median(ours), statistics.median(base)
+            name = f"{LETTER[client]}->{LETTER[upstream]}"
+            print(
+                f"| {name} | {len(body) / 1000:,.0f} KB | {t_ours * 1e6:,.0f} µs "
+                f"| {t_floor * 1e6:,.0f} µs | {t_ours / t_floor:.2f}x "
+                f"| {peak(fn, body) / len(body):.2f}x | {peak(floor, body) / len(body):.2f}x |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

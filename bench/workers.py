@@ -1,0 +1,276 @@
+"""Throughput of the standalone server on 1 worker against N workers (``--workers``).
+
+    .venv/bin/python -m bench.workers                # --workers 2 --rounds 3 --seconds 8
+
+The server is the real command, ``python -m proxai_asgi --workers N``, answering from
+its built-in demo upstream (a Chat Completions app inside each worker, no network hop):
+every request is an Anthropic client's stream translated to Chat and back, so all the
+work is the server's. The load generator is this process: a raw asyncio HTTP/1.1
+client on ``--connections`` keep-alive connections, each sending its next request as
+soon as the previous stream ended, counting complete 200 streams ending with
+``message_stop`` (anything else is an error).
+
+Kept fair: the same generator, connection count and request for both servers; runs
+interleaved (1, N, 1, N, ...) so that load from other processes on this shared machine
+hits both; each run starts after a warm-up second on every connection. The generator
+takes CPU from the same two cores, so its own CPU use is printed (a generator near one
+full core would be the limit, not the server), and so is the server's CPU per request
+(all its processes, from /proc), which shows whether a worker got cheaper or only more
+cores. So is the CPU everything else on the machine used meanwhile: on a shared
+machine the second worker can only use what other processes leave free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import resource
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.load import Conn, Tally, request_for  # noqa: E402
+
+CLIENT = "anthropic_messages"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
+
+
+def descendants(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        p = frontier.pop()
+        kids = [k for k, v in parents.items() if v == p]
+        out += kids
+        frontier += kids
+    return out
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) / TICKS, sum(fields) / TICKS
+
+
+def sockets(pid: int) -> int:
+    """Sockets a process holds open (its client connections, plus the listener)."""
+    fds = Path(f"/proc/{pid}/fd")
+    return sum(1 for fd in fds.iterdir() if os.readlink(fd).startswith("socket:"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_server(workers: int) -> tuple[subprocess.Popen[bytes], int, list[int]]:
+    """The server at log level warning (no line per exchange); ready when it answers
+    HTTP and all its worker processes exist."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "proxai_asgi",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(workers),
+        ],
+        cwd=ROOT,
+        start_new_session=True,  # its own process group: stopped as one below
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise RuntimeError("the server did not start")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                ready = s.recv(64).startswith(b"HTTP/1.1 ")  # any answer
+        except OSError:
+            ready = False
+        pids = [proc.pid, *descendants(proc.pid)]
+        if ready and len(pids) >= workers + (workers > 1):
+            return proc, port, pids
+        time.sleep(0.2)
+
+
+async def load(
+    port: int, connections: int, seconds: float, pids: list[int]
+) -> tuple[int, Tally, str]:
+    request = request_for(CLIENT, "openai_chat_completions")  # any model: the demo answers
+    conns = [Conn(port) for _ in range(connections)]
+    tally = Tally()
+    measuring = False
+    done = 0
+
+    async def worker(conn: Conn, until: float) -> None:
+        nonlocal done
+        while time.perf_counter() < until:
+            status, body = await conn.exchange(request)
+            if measuring:
+                tally.check(CLIENT, status, body)
+                done += 1
+
+    # Clients arrive one at a time (every 10 ms) and start sending at once: a burst
+    # of connects lands mostly on whichever worker wakes first (its accept loop takes
+    # all that is queued), while a client arriving during traffic is accepted by a
+    # worker that is free, as a server's clients are.
+    async def arrive(k: int, conn: Conn) -> None:
+        await asyncio.sleep(0.01 * k)
+        await conn.connect()
+        await worker(conn, warm)
+
+    warm = time.perf_counter() + 0.01 * connections + 1.0
+    await asyncio.gather(*(arrive(k, c) for k, c in enumerate(conns)))
+    measuring = True
+    # sockets per worker process (connections + the shared listener)
+    split = "/".join(str(n) for n in map(sockets, pids[1:] or pids) if n)
+    await asyncio.gather(*(worker(c, time.perf_counter() + seconds) for c in conns))
+    for c in conns:
+        await c.close()
+    return done, tally, split
+
+
+def run(workers: int, args: argparse.Namespace) -> tuple[dict[str, float], str]:
+    proc, port, pids = start_server(workers)
+    try:
+        gen0 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu0 = cpu_seconds(pids)
+        busy0, all0 = machine_cpu()
+        t0 = time.perf_counter()
+        done, tally, split = asyncio.run(load(port, args.connections, args.seconds, pids))
+        wall = time.perf_counter() - t0  # warm-up included, as in the CPU figures
+        cpu = cpu_seconds(pids) - cpu0
+        busy1, all1 = machine_cpu()
+        gen1 = resource.getrusage(resource.RUSAGE_SELF)
+        gen = (gen1.ru_utime - gen0.ru_utime) + (gen1.ru_stime - gen0.ru_stime)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # any worker left behind
+    assert not tally.errors and tally.ok == done, (tally.errors, tally.statuses)
+    return {
+        "rps": done / args.seconds,
+        "server_cpu_ms": 1000 * cpu / max(1, done),
+        "server_cores": cpu / wall,
+        "generator_cores": gen / wall,
+        # cores busy with anything else on this shared machine (other sessions)
+        "other_cores": max(0.0, (busy1 - busy0) - cpu - gen) / wall,
+        "cores": (all1 - all0) / wall,
+    }, split
+
+
+def independent(count: int, args: argparse.Namespace) -> float:
+    """Streams/s of ``count`` single-worker servers on their own ports, each loaded by
+    its own generator process with its share of the connections: what this machine
+    allows when nothing is shared between the server processes."""
+    servers = [start_server(1) for _ in range(count)]
+    try:
+        readers = []
+        for _, port, pids in servers:
+            r, w = os.pipe()
+            if os.fork() == 0:  # a generator process
+                os.close(r)
+                done, _, _ = asyncio.run(load(port, args.connections // count, args.seconds, pids))
+                os.write(w, str(done).encode())
+                os._exit(0)
+            os.close(w)
+            readers.append(r)
+        total = 0
+        for r in readers:
+            os.wait()
+            total += int(os.read(r, 64))
+        return total / args.seconds
+    finally:
+        for proc, _, _ in servers:
+            proc.terminate()
+            proc.wait(30)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument(
+        "--independent",
+        action="store_true",
+        help="instead: 1 server against N single-worker servers on N ports, a generator each",
+    )
+    args = parser.parse_args()
+    if args.independent:
+        for r in range(args.rounds):
+            one, many = independent(1, args), independent(args.workers, args)
+            print(
+                f"round {r + 1}: 1 server {one:,.0f} streams/s; {args.workers} independent "
+                f"servers {many:,.0f} streams/s ({many / one:.2f}x)",
+                flush=True,
+            )
+        return
+    results: dict[int, list[dict[str, float]]] = {1: [], args.workers: []}
+    print(
+        "| run | workers | streams/s | server CPU/stream | server cores | generator cores "
+        "| other processes' cores | sockets per worker |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for r in range(args.rounds):
+        for w in (1, args.workers):
+            x, split = run(w, args)
+            results[w].append(x)
+            print(
+                f"| {r + 1} | {w} | {x['rps']:,.0f} | {x['server_cpu_ms']:.2f} ms "
+                f"| {x['server_cores']:.2f} | {x['generator_cores']:.2f} "
+                f"| {x['other_cores']:.2f} of {x['cores']:.1f} | {split} |",
+                flush=True,
+            )
+    ratios = [
+        n["rps"] / one["rps"] for one, n in zip(results[1], results[args.workers], strict=True)
+    ]
+    print(
+        f"{args.workers} workers / 1 worker, streams/s, per round: "
+        + ", ".join(f"{x:.2f}x" for x in ratios)
+        + f" (median {statistics.median(ratios):.2f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Prompt-cache breakpoints for clients whose protocol caches prefixes by itself.
+
+OpenAI caches every prompt prefix automatically; Anthropic caches only up to blocks
+marked ``cache_control`` (at most four per request, read in the order tools, system,
+messages; a hit needs the prefix byte for byte, found within 20 blocks before a
+breakpoint). Without markers a Chat or Responses client in front of Anthropic pays
+the full input price on every turn of an agent loop, which resends the whole
+conversation. ``place`` marks, on a request built for Anthropic:
+
+1. the last tool definition (tools rarely change within a session);
+2. the last system block;
+3. the end of the previous turn: the last block before the latest assistant message,
+   where the previous request ended and so where its tail breakpoint wrote a cache
+   entry. It is read back however many blocks the new turn added;
+4. the end of the request (the tail), which writes the entry the next turn reads.
+
+A request that already carries a breakpoint is left as it is: the client chose its
+own, and adding more could exceed the limit of four. Thinking blocks cannot carry a
+marker; the nearest earlier block of the same message takes it. Messages in the short
+form (a string) are all written as one text block, marked or not, so that a message
+has the same shape on every turn whether or not it carries the marker that turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import wire
+
+MAX_BREAKPOINTS = 4  # Anthropic rejects a request with more
+
+# The message blocks that may carry ``cache_control`` (not thinking blocks).
+_MARKABLE = (
+    wire.TextBlock,
+    wire.ImageBlock,
+    wire.DocumentBlock,
+    wire.ToolUseBlock,
+    wire.ToolResultBlock,
+)
+
+_MARKABLE_TYPES: frozenset[type] = frozenset(_MARKABLE)
+
+
+def _marker() -> dict[str, Any]:
+    return {"type": "ephemeral"}  # the default five-minute lifetime
+
+
+def has_breakpoint(body: wire.UpstreamRequest) -> bool:
+    for tool in body.tools or ():
+        marker = tool.get("cache_control") if isinstance(tool, dict) else tool.cache_control
+        if marker is not None:
+            return True
+    if isinstance(body.system, list) and any(b.cache_control is not None for b in body.system):
+        return True
+    markable = _MARKABLE_TYPES
+    for m in body.messages:
+        content: Any = m.content  # blocks are told apart by type() (cheap on long bodies)
+        if type(content) is not str:
+            for b in content:
+                if type(b) in markable and b.cache_control is not None:
+                    return True
+    return False
+
+
+def place(body: wire.UpstreamRequest) -> int:
+    """Mark ``body`` in place (see the module docstring); returns how many were placed."""
+    if has_breakpoint(body):
+        return 0
+    placed = 0
+    if body.tools:
+        last = body.tools[-1]
+        if isinstance(last, dict):  # a typed server tool, kept raw
+            body.tools[-1] = {**last, "cache_control": _marker()}
+        else:
+            last.cache_control = _marker()
+        placed += 1
+    if isinstance(body.system, str):
+        body.system = [wire.TextBlock(text=body.system, cache_control=_marker())]
+        placed += 1
+    elif body.system:
+        body.system[-1].cache_control = _marker()
+        placed += 1
+    messages = body.messages
+    targets: list[int] = []
+    last_assistant = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None
+    )
+    if last_assistant is not None and last_assistant > 0:
+        targets.append(last_assistant - 1)  # the end of the previous turn
+    if messages and (not targets or targets[-1] != len(messages) - 1):
+        targets.append(len(messages) - 1)  # the tail
+    for m in messages:
+        if isinstance(m.content, str) and m.content:
+            m.content = [wire.TextBlock(text=m.content)]
+    for i in targets:
+        if placed < MAX_BREAKPOINTS and _mark_message(messages[i]):
+            placed += 1
+    return placed
+
+
+def _mark_message(message: wire.InputMessage) -> bool:
+    """Mark the last markable block of ``message``; False when it has none."""
+    content = message.content
+    if isinstance(content, str):  # empty: nothing to mark
+        return False
+    for b in reversed(content):
+        if isinstance(b, _MARKABLE):
+            b.cache_control = _marker()
+            return True
+    return False
