@@ -266,7 +266,9 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
             else:
                 calls.append(
                     w.FunctionToolCallOut(
-                        id=call_id, function=w.FunctionOut(name=p.name, arguments=p.arguments)
+                        id=call_id,
+                        # No arguments is an empty object: OpenAI always sends JSON.
+                        function=w.FunctionOut(name=p.name, arguments=p.arguments or "{}"),
                     )
                 )
         elif type(p) is c.Refusal:

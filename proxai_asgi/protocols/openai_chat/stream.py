@@ -410,7 +410,7 @@ class _Block:
         self.custom = False
         self.start = start  # text: content offset where the block begins
         self.end = -1  # text: content offset where it ended (-1: still open)
-        self.seen = False  # reasoning: a fragment was written
+        self.seen = False  # reasoning, tool calls: a fragment was written
         self.citations: list[c.Citation] | None = None
         self.pre = b""  # tool calls: the chunk up to the argument fragment (see _TOOL_TAIL)
 
@@ -511,6 +511,11 @@ class ChatStreamEncoder:
             b = self._blocks.get(event.index)
             if b is not None and b.kind == _TEXT and b.end < 0:
                 b.end = self._content_len
+            elif b is not None and b.kind == _TOOL and not b.seen and not b.custom:
+                # A call without arguments (Anthropic ``input: {}``): OpenAI always
+                # sends a JSON object, and clients parse it.
+                b.seen = True
+                return prefix + b.pre + b'"{}"' + _TOOL_TAIL
             return prefix
         if isinstance(event, c.Citations):
             b = self._blocks.get(event.index)
@@ -581,6 +586,7 @@ class ChatStreamEncoder:
             self._content.append(text)
             return self._pre_content + _ENC.encode(text) + _TEXT_TAIL
         if kind == _TOOL:
+            b.seen = True
             return b.pre + _ENC.encode(text) + _TOOL_TAIL
         if kind == _REASONING:
             if not b.seen:  # first fragment of this reasoning block

@@ -406,7 +406,9 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
         elif type(p) is c.ToolCall:
             joinable = None
             item_id = tool_item_id(p.kind, p.item_id, rid, len(items))
-            items.append(tool_item(p.kind, item_id, p.id, p.name, p.arguments, "completed"))
+            # No arguments is an empty object: OpenAI always sends JSON, clients parse it.
+            args = p.arguments or ("{}" if p.kind != "custom" else "")
+            items.append(tool_item(p.kind, item_id, p.id, p.name, args, "completed"))
         elif type(p) is c.Refusal:
             shown = shown or bool(p.text)
             refusal = w.OutputRefusal(refusal=p.text)

@@ -1093,6 +1093,12 @@ class ResponsesStreamEncoder:
             return self._text_stop(block, text, status)
         if isinstance(block, _ToolBlock):
             done_cls = w.CustomInputDone if block.kind == "custom" else None
+            out = b""
+            if done_cls is None and not text:
+                # A call without arguments (Anthropic ``input: {}``, a Chat call with no
+                # fragments): OpenAI always sends a JSON object, and clients parse it.
+                text = "{}"
+                out = self._delta_frame(block.delta_head, text)
             if done_cls is not None:
                 out = self._frame(
                     done_cls(
@@ -1103,7 +1109,7 @@ class ResponsesStreamEncoder:
                     )
                 )
             else:
-                out = self._frame(
+                out += self._frame(
                     w.ArgumentsDone(
                         item_id=block.item_id,
                         output_index=block.n,
