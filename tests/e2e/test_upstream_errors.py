@@ -113,3 +113,27 @@ def test_a_2xx_that_is_not_an_answer_of_the_upstreams_protocol_is_a_502_in_the_c
     r = httpx.post(proxy + path, json=request, timeout=20)
     assert r.status_code == 502
     assert_shape(client, r)
+
+
+@pytest.mark.parametrize("status", ["cancelled", "queued", "in_progress"])
+@pytest.mark.parametrize("client", ["openai_chat_completions", "anthropic_messages"])
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
+def test_an_unfinished_responses_answer_is_never_a_normal_stop(
+    stack: Stack, fake: FakeUpstream, inner: bool, client: str, status: str
+) -> None:
+    """RS-19 as the client sees it: a Responses answer that is cancelled, queued or in
+    progress has no stop reason, so the client gets a 502, not ``end_turn``/``stop``."""
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [{"type": "output_text", "text": "Hel", "annotations": []}],
+    }
+    body = {"id": "resp_1", "object": "response", "status": status, "output": [item]}
+    fake.push(Reply(200, [("content-type", "application/json")], [json.dumps(body).encode()]))
+    proxy = stack.proxy(fake, "openai_responses", inner=inner)
+    path, request = client_request(client, False)
+    r = httpx.post(proxy + path, json=request, timeout=20)
+    assert r.status_code == 502
+    assert status in assert_shape(client, r)

@@ -57,7 +57,7 @@ from typing import Any
 import pytest
 
 from proxai_asgi.codec import ProtocolName
-from proxai_asgi.protocols import get_codec
+from proxai_asgi.errors import ProxyError
 from tests.spec._util import (
     ANTHROPIC,
     CHAT,
@@ -542,16 +542,20 @@ def test_status_mapping_responses_status_to_anthropic_stop_reason(
     assert got == stop_reason
 
 
+@pytest.mark.parametrize("client", [ANTHROPIC, CHAT])
 @pytest.mark.parametrize("status", ["cancelled", "queued", "in_progress"])
 def test_status_mapping_cancelled_queued_and_in_progress_produce_no_stop_reason(
-    status: str,
+    status: str, client: str
 ) -> None:
     """RS-19: "cancelled and queued are Responses client-side lifecycle states with no
     Anthropic equivalent; they produce no stop_reason in the reverse direction" (and
-    in_progress: "no terminal stop reason yet")."""
+    in_progress: "no terminal stop reason yet"). What the client receives is therefore
+    no stop at all — an error saying the answer is not finished — never the normal
+    ``end_turn``/``stop`` an encoder would otherwise fill in (issue 17, defect 4)."""
     body = r_snapshot(status, [r_message("msg_up1", [r_text_part("Hel")])])
-    response = get_codec(RESPONSES).decode_response(json.dumps(body).encode())
-    assert response.stop_reason is None
+    with pytest.raises(ProxyError) as info:
+        translate_json(RESPONSES, client, body)  # type: ignore[arg-type]
+    assert info.value.status == 502 and repr(status) in info.value.message
 
 
 def round_trip(stop_reason: str, mode: str) -> tuple[str, str]:

@@ -95,6 +95,9 @@ def usage_in(u: w.UpUsage | None) -> c.Usage:
     )
 
 
+_UNFINISHED = frozenset({"cancelled", "queued", "in_progress"})
+
+
 def decode_response(body: bytes) -> c.Response:
     r: w.UpResponse
     items: Iterable[w.UpItem | None]
@@ -113,6 +116,10 @@ def decode_response(body: bytes) -> c.Response:
     if r.object != "response" or not r.id or (r.output is None and r.status is None):
         # Some other JSON with a 2xx (a list, a misrouted path's page): not an answer.
         raise bad_gateway("upstream answer is not a Responses object (no id, status or output)")
+    if r.status in _UNFINISHED:
+        # RS-19: no stop reason exists for these; passing the answer on would let an
+        # encoder give it a normal one, and a cut-short answer would look complete.
+        raise bad_gateway(f"upstream response has status {r.status!r}: it is not a finished answer")
     if r.status == "failed" and r.error is not None:
         raise ProxyError(
             error_status(r.error.code, r.error.type, 502),

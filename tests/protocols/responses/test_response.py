@@ -191,9 +191,6 @@ def test_unknown_output_items_and_parts_are_skipped() -> None:
         ("incomplete", "max_output_tokens", "max_tokens"),
         ("incomplete", "content_filter", "content_filter"),
         ("failed", None, "refusal"),
-        ("cancelled", None, None),
-        ("queued", None, None),
-        ("in_progress", None, None),
     ],
 )
 def test_responses_status_maps_to_the_canonical_stop_reason(
@@ -202,6 +199,13 @@ def test_responses_status_maps_to_the_canonical_stop_reason(
     details = {"reason": reason} if reason else None
     r = CODEC.decode_response(up(msg(out_text("x")), status=status, incomplete_details=details))
     assert r.stop_reason == stop
+
+
+@pytest.mark.parametrize("status", ["cancelled", "queued", "in_progress"])
+def test_an_unfinished_response_is_a_502_not_an_answer_without_a_stop(status: str) -> None:
+    with pytest.raises(ProxyError) as info:
+        CODEC.decode_response(up(msg(out_text("x")), status=status))
+    assert info.value.status == 502
 
 
 def test_a_failed_response_with_an_error_raises_with_the_upstream_message() -> None:
