@@ -877,6 +877,11 @@ class ResponsesStreamEncoder:
         return out + self._frame(terminal)
 
     def _error(self, ev: c.StreamError) -> bytes:
+        # A tool call cut by the error is never announced as done: clients run a call
+        # when its output_item.done arrives (Codex does), and its arguments are cut
+        # short. It stays unfinished, out of the failed snapshot (issue 17, defect 7).
+        for index in [i for i, b in self._blocks.items() if type(b) is _ToolBlock]:
+            del self._blocks[index]
         out = self._close_all("incomplete")
         out += self._frame(
             w.ErrorEvent(
