@@ -114,3 +114,58 @@ def test_a_tool_call_cut_by_an_upstream_error_is_never_announced_as_done(
     else:
         assert b"event: content_block_stop" not in body and b"event: error" in body
         assert b"message_stop" not in body
+
+
+def cut_answer(upstream: str) -> bytes:
+    """A non-streamed answer that the token limit cut inside a tool call's arguments."""
+    if upstream == "openai_chat_completions":
+        call = {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": CUT}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        choice = {"index": 0, "message": message, "finish_reason": "length"}
+        usage = {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}
+        body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m"}
+        return json.dumps({**body, "choices": [choice], "usage": usage}).encode()
+    item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "shell",
+        "arguments": CUT,
+        "status": "incomplete",
+    }
+    return json.dumps(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1,
+            "model": "m",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [item],
+            "usage": {"input_tokens": 5, "output_tokens": 9, "total_tokens": 14},
+        }
+    ).encode()
+
+
+@pytest.mark.parametrize("upstream", ["openai_chat_completions", "openai_responses"])
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
+def test_a_non_streamed_answer_cut_inside_a_tool_call_is_a_max_tokens_stop(
+    stack: Stack, fake: FakeUpstream, inner: bool, upstream: str
+) -> None:
+    """Issue 17, defect 2: the same ``max_tokens`` stop the streamed answer gives, with a
+    best-effort ``tool_use`` whose input is empty (a cut value is never handed over as
+    if whole), not a 502."""
+    import anthropic
+
+    fake.push(Reply(200, [("content-type", "application/json")], [cut_answer(upstream)]))
+    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    a = anthropic.Anthropic(base_url=proxy, api_key="k", max_retries=0)
+    msg = a.messages.create(
+        model="m",
+        max_tokens=9,
+        messages=[{"role": "user", "content": "clean up"}],
+        tools=[{"name": "shell", "input_schema": {"type": "object"}}],
+    )
+    assert msg.stop_reason == "max_tokens"
+    (block,) = [b for b in msg.content if b.type == "tool_use"]
+    assert block.input == {}

@@ -220,7 +220,12 @@ def decode_response(body: bytes) -> c.Response:
 # ----------------------------------------------------------- canonical -> client
 
 
-def _tool_input(call: c.ToolCall) -> dict[str, Any]:
+def _tool_input(call: c.ToolCall, truncated: bool) -> dict[str, Any]:
+    """The call's arguments as ``tool_use.input``. An answer cut off by the token limit
+    (``truncated``) may end inside them: then the input is ``{}`` and the ``max_tokens``
+    stop tells the client the call is incomplete, as the streamed answer does — a cut
+    value (``rm -rf ./build/x`` of ``./build/xyz``) is never handed over as if whole.
+    Otherwise arguments that are no JSON object are the upstream's fault."""
     if call.kind == "custom":
         return custom_tool_input(call.arguments)
     if not call.arguments:
@@ -230,6 +235,8 @@ def _tool_input(call: c.ToolCall) -> dict[str, Any]:
     except (msgspec.DecodeError, ValueError):
         value = None
     if not isinstance(value, dict):
+        if truncated:
+            return {}
         raise bad_gateway(
             f"upstream tool call {call.name!r} has arguments that are not a JSON object"
         )
@@ -253,7 +260,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
                 wire.ToolUseBlock(
                     id=client_tool_id(p.id, response.id, tools),
                     name=p.name,
-                    input=_tool_input(p),
+                    input=_tool_input(p, response.stop_reason == "max_tokens"),
                 )
             )
             tools += 1
