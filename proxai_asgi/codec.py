@@ -24,11 +24,14 @@ _S = TypeVar("_S", bound=msgspec.Struct)
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-ProtocolName = Literal["openai_chat_completions", "openai_responses", "anthropic_messages"]
+ProtocolName = Literal[
+    "openai_chat_completions", "openai_responses", "anthropic_messages", "gemini_generate_content"
+]
 PROTOCOLS: tuple[ProtocolName, ...] = (
     "openai_chat_completions",
     "openai_responses",
     "anthropic_messages",
+    "gemini_generate_content",
 )
 
 

@@ -1,0 +1,59 @@
+"""Google Gemini ``generateContent`` codec.
+
+Client side: the ``google-genai`` SDKs and Gemini CLI. Upstream side:
+generativelanguage.googleapis.com and Gemini-compatible servers. ``CODEC`` satisfies
+``proxai_asgi.codec.Codec``. The model and the stream flag live in the URL, not in
+the body (``/v1beta/models/{model}:streamGenerateContent?alt=sse``): the request
+decoder takes them from the caller.
+"""
+
+from __future__ import annotations
+
+from ... import canonical as c
+from ...codec import Codec, ProtocolName, UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import errors, request, response, stream
+
+
+class GeminiGenerateContentCodec:
+    name: ProtocolName = "gemini_generate_content"
+    client_paths: tuple[str, ...] = ()  # templated: /v1beta/models/{model}:generateContent
+    upstream_path: str = "/v1beta/models"
+    supports_custom_tools: bool = False
+
+    # ---- client side
+
+    def decode_request(
+        self, body: bytes, report: TranslationReport, model: str = "", stream: bool = False
+    ) -> c.Request:
+        return request.decode_request(body, report, model, stream)
+
+    def encode_response(self, response_: c.Response, request_: c.Request) -> bytes:
+        return response.encode_response(response_, request_)
+
+    def stream_encoder(self, request_: c.Request) -> stream.GeminiStreamEncoder:
+        return stream.GeminiStreamEncoder(request_)
+
+    def encode_error(self, error: ProxyError) -> bytes:
+        return errors.encode_error(error)
+
+    # ---- upstream side
+
+    def encode_request(
+        self, request_: c.Request, report: TranslationReport, options: UpstreamOptions
+    ) -> bytes:
+        return request.encode_request(request_, report, options)
+
+    def decode_response(self, body: bytes) -> c.Response:
+        return response.decode_response(body)
+
+    def stream_decoder(self) -> stream.GeminiStreamDecoder:
+        return stream.GeminiStreamDecoder()
+
+    def decode_error(self, status: int, body: bytes) -> ProxyError:
+        return errors.decode_error(status, body)
+
+
+CODEC: Codec = GeminiGenerateContentCodec()
+
+__all__ = ["CODEC", "GeminiGenerateContentCodec"]
