@@ -17,8 +17,8 @@ Client side (``decode_request``):
   object becomes its JSON text.
 - ``parameters`` (Google's OpenAPI-subset Schema: upper-case types, ``nullable``) are
   converted to JSON Schema; ``parametersJsonSchema`` is taken as it is.
-- ``candidateCount`` is the canonical ``n`` (every encoder rejects n > 1 it cannot
-  honour); ``cachedContent`` (a Google-stored prompt prefix) and non-text
+- ``candidateCount`` above 1 is rejected (the hub carries one candidate), as ``n`` is
+  toward Gemini; ``cachedContent`` (a Google-stored prompt prefix) and non-text
   ``responseModalities`` are rejected; ``safetySettings``, ``seed``, penalties,
   ``labels`` and speech/media settings are dropped and reported.
 
@@ -409,7 +409,10 @@ def _generation_config_in(
     out.top_p = g.top_p
     out.top_k = g.top_k
     out.stop = list(g.stop_sequences or ())
-    out.n = g.candidate_count
+    if g.candidate_count is not None and g.candidate_count > 1:
+        # The hub carries one candidate: asking several of any upstream would lose all
+        # but the first.
+        report.reject("generationConfig.candidateCount", "only one candidate can be translated")
     if g.response_logprobs:
         out.logprobs = True
     if g.logprobs is not None:

@@ -210,7 +210,7 @@ def decode_response(body: bytes) -> c.Response:
     )
     stop = stop_in(cand.finish_reason, calls > 0)
     explanation = None
-    if stop == "content_filter":
+    if stop in ("content_filter", "refusal"):
         explanation = filter_explanation(cand.finish_reason or "", cand.finish_message)
     return c.Response(
         id=response_id,

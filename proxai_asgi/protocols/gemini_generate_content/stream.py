@@ -153,7 +153,7 @@ class GeminiStreamDecoder:
         except ProxyError as err:
             return [c.StreamError(status=err.status, kind=err.kind, message=err.message)]
         explanation = None
-        if stop == "content_filter":
+        if stop in ("content_filter", "refusal"):
             explanation = filter_explanation(self._finish, self._finish_message)
         out.append(c.Finish(stop_reason=stop, usage=usage, refusal_explanation=explanation))
         return out
