@@ -10,9 +10,9 @@ decoder takes them from the caller.
 from __future__ import annotations
 
 from ... import canonical as c
-from ...codec import Codec, ProtocolName, UpstreamOptions
+from ...codec import Codec, PathCall, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
-from . import errors, request, response, stream
+from . import errors, paths, request, response, stream
 
 
 class GeminiGenerateContentCodec:
@@ -20,6 +20,14 @@ class GeminiGenerateContentCodec:
     client_paths: tuple[str, ...] = ()  # templated: /v1beta/models/{model}:generateContent
     upstream_path: str = "/v1beta/models"
     supports_custom_tools: bool = False
+    model_in_path: bool = True
+    auth_header: bytes = b"x-goog-api-key"
+
+    def path_call(self, path: str) -> PathCall | None:
+        return paths.path_call(path)
+
+    def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
+        return paths.upstream_url(base_url, call)
 
     # ---- client side
 

@@ -145,6 +145,17 @@ def convert_request(data: dict[str, Any]) -> wire.GenerateContentRequest:
 # ====================================================================== client
 
 
+def count_tokens_request(body: bytes) -> c.Request:
+    """A ``countTokens`` body (``contents``, or a whole ``generateContentRequest``) as
+    the canonical request it counts; lenient, as only an estimate comes of it."""
+    data = parse_body(body, None)
+    inner = data.get("generateContentRequest")
+    if isinstance(inner, dict):
+        data = inner
+    data.pop("generateContentRequest", None)
+    return to_canonical(convert_request(data), TranslationReport(lossy=True), "", False)
+
+
 def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
