@@ -569,7 +569,10 @@ def test_S5_other_providers_signatures_are_never_sent_to_gemini() -> None:
     assert json.loads(out)["contents"][1]["parts"] == [{"text": "done"}]
 
 
-def test_S6_a_gemini_client_carries_other_providers_tokens_as_base64_and_back() -> None:
+@pytest.mark.parametrize("keep_thoughts", [True, False], ids=["sdk", "cli-drops-thoughts"])
+def test_S6_a_gemini_client_carries_other_providers_tokens_on_the_call_and_back(
+    keep_thoughts: bool,
+) -> None:
     upstream = {
         "id": "msg_1",
         "type": "message",
@@ -585,32 +588,30 @@ def test_S6_a_gemini_client_carries_other_providers_tokens_as_base64_and_back() 
     }
     out = translate_json(ANTHROPIC, GEMINI, upstream, client_request(stream=False))
     validate_gemini_response(json.dumps(out).encode())  # the SDK's bytes type accepts it
-    parts = out["candidates"][0]["content"]["parts"]
-    base64.b64decode(parts[0]["thoughtSignature"], validate=True)
+    thought, call_part = out["candidates"][0]["content"]["parts"]
+    assert thought == {"text": "plan", "thought": True}
+    base64.b64decode(call_part["thoughtSignature"], validate=True)
     # the SDK may give bytes back in the URL-safe alphabet
-    parts[0]["thoughtSignature"] = parts[0]["thoughtSignature"].replace("+", "-").replace("/", "_")
+    sig = call_part["thoughtSignature"].replace("+", "-").replace("/", "_")
+    call_part["thoughtSignature"] = sig
+    replay = [thought, call_part] if keep_thoughts else [call_part]
+    response = {"functionResponse": {"id": "toolu_1", "name": "get", "response": {}}}
     req = gemini_decode(
         {
             "contents": [
                 {"role": "user", "parts": [{"text": "go"}]},
-                {"role": "model", "parts": parts},
-                {
-                    "role": "user",
-                    "parts": [
-                        {"functionResponse": {"id": "toolu_1", "name": "get", "response": {}}}
-                    ],
-                },
+                {"role": "model", "parts": replay},
+                {"role": "user", "parts": [response]},
             ]
         }
     )
     body = json.loads(
         get_codec(ANTHROPIC).encode_request(req, TranslationReport(), UpstreamOptions())
     )
-    assert body["messages"][1]["content"][0] == {
-        "type": "thinking",
-        "thinking": "plan",
-        "signature": "anthropic-sig",
-    }
+    assert body["messages"][1]["content"][:2] == [
+        {"type": "thinking", "thinking": "plan", "signature": "anthropic-sig"},
+        {"type": "tool_use", "id": "toolu_1", "name": "get", "input": {}},
+    ]
 
 
 # ========================================================================== streams

@@ -161,7 +161,9 @@ def parts_in(
                 out.append(signatures.reasoning_in(p.text, p.thought_signature))
             continue
         if p.thought_signature:
-            out.append(signatures.reasoning_in("", p.thought_signature))
+            bare = signatures.reasoning_in("", p.thought_signature)
+            if not signatures.merge_carrier(out, bare):
+                out.append(bare)
         if p.function_call is not None:
             fc = p.function_call
             out.append(
@@ -241,17 +243,6 @@ def args_out(call: c.ToolCall) -> dict[str, object]:
     return value
 
 
-def reasoning_part(r: c.Reasoning) -> wire.Part | None:
-    """A reasoning part as a thought part; None for a bare Gemini signature (it goes on
-    the next part) and for an empty thought with nothing to carry."""
-    if signatures.is_bare_gemini(r):
-        return None
-    sig = signatures.client_signature(r)
-    if not r.text and sig is None:
-        return None
-    return wire.Part(text=r.text, thought=True, thought_signature=sig)
-
-
 def finish_out(
     stop: c.StopReason | None, has_text: bool, explanation: str | None
 ) -> tuple[str, str | None, str | None]:
@@ -273,16 +264,24 @@ def candidate(parts: list[wire.Part], finish: str | None, message: str | None) -
 
 def encode_response(response: c.Response, request: c.Request) -> bytes:
     parts: list[wire.Part] = []
-    pending: str | None = None
+    pending: str | None = None  # a signature for the next non-thought part
     has_text = False
     for p in response.content:
-        part: wire.Part | None
+        part: wire.Part
         if type(p) is c.Reasoning:
-            part = reasoning_part(p)
-            if part is None:
-                pending = signatures.gemini_signature(p) or pending
+            own = signatures.gemini_signature(p)
+            if own is not None and p.text:  # Gemini's own, where Gemini put it
+                parts.append(wire.Part(text=p.text, thought=True, thought_signature=own))
                 continue
-        elif type(p) is c.Text or type(p) is c.Refusal:
+            if p.text:
+                parts.append(wire.Part(text=p.text, thought=True))
+            carrier = own or signatures.client_signature(p)
+            if carrier is not None:
+                if pending is not None:
+                    parts.append(wire.Part(text="", thought_signature=pending))
+                pending = carrier
+            continue
+        if type(p) is c.Text or type(p) is c.Refusal:
             if not p.text:
                 continue
             has_text = True

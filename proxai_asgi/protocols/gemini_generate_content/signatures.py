@@ -8,8 +8,9 @@ and the Anthropic and OpenAI encoders never send a packed value to their provide
 A signature Gemini put on a *non-thought* part (a ``functionCall``, or a text part) is
 a ``Reasoning`` with empty text placed right before that part; the Gemini encoders put
 it back on the part that follows it. Gemini clients see other providers' tokens (an
-Anthropic signature or redacted payload, a Responses encrypted_content) packed in the
-``thoughtSignature`` of a thought part, and give them back the same way. A
+Anthropic signature or redacted payload, a Responses encrypted_content) packed, with
+the thought's text, in the ``thoughtSignature`` of the part after the thought (the
+function call, usually), where Gemini CLI keeps signatures, and give them back there. A
 ``thoughtSignature`` is base64 bytes to the SDKs (google-genai rejects anything else),
 so a packed token is base64-encoded once more on its way to a Gemini client.
 
@@ -73,6 +74,9 @@ def reasoning_in(text: str, signature: str | None) -> c.Reasoning:
     if payload is None:
         return c.Reasoning(text=text, summary=True, signature=pack(signature))
     p = payload.get("p")
+    carried_text = payload.get("t")
+    if not text and isinstance(carried_text, str):
+        text = carried_text  # the client dropped the thought part; its text came along
     if p == "anthropic":
         redacted = payload.get("redacted")
         if isinstance(redacted, str):
@@ -96,16 +100,34 @@ def client_signature(r: c.Reasoning) -> str | None:
     own = gemini_signature(r)
     if own is not None:
         return own
+    # The thought's text rides along: Gemini CLI keeps signatures but drops thought
+    # parts from its history, and an Anthropic signature is only valid with its text.
     if r.redacted is not None:
-        return _to_client(reasoning_carry.pack_anthropic(redacted=r.redacted))
+        return _to_client(reasoning_carry.pack({"p": "anthropic", "redacted": r.redacted}))
     if r.signature:
-        return _to_client(reasoning_carry.pack_anthropic(signature=r.signature))
-    if r.encrypted_content:
-        packed = reasoning_carry.pack_openai(
-            encrypted_content=r.encrypted_content, item_id=r.item_id
+        return _to_client(
+            reasoning_carry.pack({"p": "anthropic", "signature": r.signature, "t": r.text})
         )
-        return _to_client(packed)
+    if r.encrypted_content:
+        payload = {"p": "openai", "encrypted_content": r.encrypted_content, "id": r.item_id}
+        return _to_client(reasoning_carry.pack(payload))
     return None
+
+
+def merge_carrier(out: list[c.Part], r: c.Reasoning) -> bool:
+    """Another provider's token on a non-thought part belongs to the thought right
+    before it (when the client kept that thought): one reasoning part, not two."""
+    last = out[-1] if out else None
+    if gemini_signature(r) is not None or type(last) is not c.Reasoning:
+        return False
+    if last.signature or last.encrypted_content or last.redacted is not None:
+        return False
+    last.signature, last.encrypted_content = r.signature, r.encrypted_content
+    last.item_id, last.redacted = r.item_id, r.redacted
+    last.text = last.text or r.text
+    if r.redacted is not None:
+        last.text = ""
+    return True
 
 
 def is_bare_gemini(r: c.Reasoning) -> bool:

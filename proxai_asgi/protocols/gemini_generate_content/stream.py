@@ -193,6 +193,17 @@ class GeminiStreamDecoder:
                 self._sealed = True
             return
         if sig:  # a bare signature: a reasoning block of its own, before the part
+            bare = signatures.reasoning_in("", sig)
+            if (
+                signatures.gemini_signature(bare) is None
+                and self._open is not None
+                and self._open_kind == _THOUGHT
+                and not self._sealed
+            ):  # another provider's token for the open thought
+                out.append(self._signature(self._open, sig))
+                self._sealed = True
+                sig = None
+        if sig:
             self._close_open(out)
             i = self._new()
             out.append(c.BlockStart(index=i, kind="reasoning", summary=True))
@@ -263,7 +274,7 @@ class GeminiStreamEncoder:
         message: str | None = None,
         usage: wire.UsageMetadata | None = None,
     ) -> bytes:
-        if parts and self._pending is not None:
+        if parts and not parts[0].thought and self._pending is not None:
             parts[0].thought_signature, self._pending = self._pending, None
         return self._frame(
             wire.GenerateContentResponse(
@@ -292,6 +303,7 @@ class GeminiStreamEncoder:
             return b""
         if block.kind == "reasoning":
             block.has_text = True
+            block.args.append(ev.text)  # the thought's text travels with its carrier
             return self._chunk([wire.Part(text=ev.text, thought=True)])
         if block.kind in ("text", "refusal"):
             self._has_text = True
@@ -322,12 +334,15 @@ class GeminiStreamEncoder:
             return self._chunk([wire.Part(function_call=fc)])
         if block.kind in ("reasoning", "redacted_reasoning"):
             r = block.reasoning
-            if signatures.is_bare_gemini(r) and not block.has_text:
-                self._pending = signatures.gemini_signature(r)
-                return b""
-            sig = signatures.client_signature(r)
-            if sig is not None:
-                return self._chunk([wire.Part(text="", thought=True, thought_signature=sig)])
+            r.text = "".join(block.args)
+            own = signatures.gemini_signature(r)
+            if own is not None and block.has_text:  # Gemini's own, where Gemini put it
+                return self._chunk([wire.Part(text="", thought=True, thought_signature=own)])
+            carrier = own or signatures.client_signature(r)
+            if carrier is not None:
+                out = self._chunk([wire.Part(text="")]) if self._pending is not None else b""
+                self._pending = carrier  # for the next non-thought part
+                return out
         return b""
 
     def _on_finish(self, ev: c.Finish) -> bytes:
