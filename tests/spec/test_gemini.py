@@ -768,6 +768,19 @@ def test_Q4_thinking_config_maps_to_reasoning_both_ways() -> None:
         get_codec(ANTHROPIC).encode_request(req, TranslationReport(), UpstreamOptions())
     )
     assert anthropic["thinking"]["budget_tokens"] == 2048
+    # Gemini CLI's budget with no output limit: Anthropic needs budget < max_tokens
+    cli = gemini_decode(
+        {
+            "contents": [{"parts": [{"text": "hi"}]}],
+            "generationConfig": {
+                "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192}
+            },
+        }
+    )
+    sent = json.loads(
+        get_codec(ANTHROPIC).encode_request(cli, TranslationReport(), UpstreamOptions())
+    )
+    assert sent["thinking"]["budget_tokens"] == 8192 < sent["max_tokens"]
     off = client_decode(
         RESPONSES, {"model": "m", "input": "hi", "reasoning": {"effort": "high", "summary": "auto"}}
     )

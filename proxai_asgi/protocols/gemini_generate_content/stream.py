@@ -51,6 +51,10 @@ _chunk_decoder = msgspec.json.Decoder(wire.GenerateContentResponse)
 _encoder = msgspec.json.Encoder()
 
 _TEXT, _THOUGHT = "text", "reasoning"
+# A one-text-part frame, as msgspec writes ``GenerateContentResponse`` (field order).
+_DELTA_HEAD = b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":'
+_TEXT_TAIL = b'}]},"index":0}]'
+_THOUGHT_TAIL = b',"thought":true}]},"index":0}]'
 
 
 # ==================================================================== decoder
@@ -258,6 +262,7 @@ class GeminiStreamEncoder:
         self._pending: str | None = None  # a bare Gemini signature for the next part
         self._has_text = False
         self._done = False
+        self._tail: bytes | None = None  # ``"modelVersion":...}`` of every frame
 
     def encode(self, event: c.StreamEvent) -> bytes:
         if self._done:
@@ -288,6 +293,7 @@ class GeminiStreamEncoder:
     def _on_start(self, ev: c.MessageStart) -> bytes:
         self._id = ev.id
         self._model = ev.model or self._request.model
+        self._tail = None
         return b""
 
     def _on_block_start(self, ev: c.BlockStart) -> bytes:
@@ -304,11 +310,23 @@ class GeminiStreamEncoder:
         if block.kind == "reasoning":
             block.has_text = True
             block.args.append(ev.text)  # the thought's text travels with its carrier
-            return self._chunk([wire.Part(text=ev.text, thought=True)])
+            return self._delta_frame(ev.text, _THOUGHT_TAIL)
         if block.kind in ("text", "refusal"):
             self._has_text = True
-            return self._chunk([wire.Part(text=ev.text)])
+            if self._pending is not None:
+                return self._chunk([wire.Part(text=ev.text)])
+            return self._delta_frame(ev.text, _TEXT_TAIL)
         return b""
+
+    def _delta_frame(self, text: str, part_tail: bytes) -> bytes:
+        """A one-part frame from byte templates (the hot path: one per delta); the
+        same bytes ``_chunk`` writes."""
+        tail = self._tail
+        if tail is None:
+            tail = self._tail = _encoder.encode(
+                wire.GenerateContentResponse(model_version=self._model, response_id=self._id)
+            )[1:]
+        return _DELTA_HEAD + _encoder.encode(text) + part_tail + b"," + tail + b"\r\n\r\n"
 
     def _on_signature(self, ev: c.BlockSignature) -> bytes:
         block = self._blocks.get(ev.index)
