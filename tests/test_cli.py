@@ -10,6 +10,8 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import types as genai_types
 
 from proxai_asgi import config as cfg
 from proxai_asgi.cli import build_app, build_parser
@@ -37,11 +39,20 @@ def test_help_explains_the_flags_and_the_demo() -> None:
 
 
 @pytest.mark.parametrize(
-    "demo", ["openai_chat_completions", "openai_responses", "anthropic_messages"]
+    "demo",
+    [
+        "openai_chat_completions",
+        "openai_responses",
+        "anthropic_messages",
+        "gemini_generate_content",
+    ],
 )
-def test_demo_proxy_answers_all_three_sdks_offline(demo: str) -> None:
+def test_demo_proxy_answers_all_four_sdks_offline(demo: str) -> None:
     app, _ = app_from(["--demo-protocol", demo])
     with serve(app) as base:
+        g = genai.Client(api_key="none", http_options=genai_types.HttpOptions(base_url=base))
+        streamed = g.models.generate_content_stream(model="demo", contents="hey there")
+        assert "".join(r.text or "" for r in streamed) == "You said: hey there"
         o = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
         chat = o.chat.completions.create(
             model="demo", messages=[{"role": "user", "content": "hello"}]

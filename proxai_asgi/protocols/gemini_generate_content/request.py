@@ -362,7 +362,12 @@ def _tools_in(
             try:
                 decls = msgspec.convert(value or [], list[wire.FunctionDeclaration])
             except msgspec.ValidationError as e:
-                message = str(e).replace("`$", f"`$.tools[{i}].functionDeclarations", 1)
+                where = f"`$.tools[{i}].functionDeclarations"
+                message = str(e)
+                if "`$" in message:
+                    message = message.replace("`$", where, 1)
+                else:  # an error at the root of the converted value names no path
+                    message += f" - at {where}`"
                 raise _invalid(ValueError(message)) from None
             for d in decls:
                 params = d.parameters_json_schema
