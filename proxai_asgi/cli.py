@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -145,5 +146,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"proxai-asgi on http://{server.host}:{server.port}{server.prefix}  routes: {routes}",
         file=sys.stderr,
     )
+    logging.getLogger("uvicorn.access").addFilter(RedactQueryKeys())
     uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level.lower())
     return 0
+
+
+_QUERY_KEY = re.compile(r"([?&]key=)[^&\s]*")
+
+
+class RedactQueryKeys(logging.Filter):
+    """Access-log lines show request paths with their query; a Gemini client may send
+    its API key there (``?key=``), which must not reach the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _QUERY_KEY.sub(r"\1[redacted]", a) if isinstance(a, str) else a
+                for a in record.args
+            )
+        return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,17 @@ def test_missing_key_variable_is_a_start_up_error(tmp_path: Path) -> None:
     )
     with pytest.raises(cfg.ConfigError, match="NOPE"):
         app_from(["--config", str(path)])
+
+
+def test_access_log_lines_never_show_a_query_key() -> None:
+    from proxai_asgi.cli import RedactQueryKeys
+
+    line = '%s - "%s %s HTTP/%s" %d'
+    path = "/v1beta/models/m:streamGenerateContent?key=AIzaSECRET&alt=sse"
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, "", 0, line, ("127.0.0.1:5", "POST", path, "1.1", 200), None
+    )
+    assert RedactQueryKeys().filter(record)
+    message = record.getMessage()
+    assert "AIzaSECRET" not in message
+    assert "?key=[redacted]&alt=sse" in message

@@ -15,8 +15,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from tests.helpers.captures import load, response_body
-from tests.helpers.servers import FakeUpstream, Reply, reply_from_capture
+from tests.helpers.servers import FakeUpstream, Reply, reply_from_capture, serve
 
 from .conftest import Stack
 
@@ -290,3 +291,32 @@ def test_a_gemini_404_reaches_an_openai_client_as_a_404(stack: Stack, fake: Fake
     with pytest.raises(openai.NotFoundError) as info:
         o.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert "is not found for API version v1beta" in str(info.value)
+
+
+async def _not_here(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 404, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_routes_choose_by_the_model_in_the_url(stack: Stack, fake: FakeUpstream) -> None:
+    up = stack.upstream_http()
+    app = ProxaiMiddleware(
+        _not_here,
+        routes=[
+            Route("claude-*", Upstream("anthropic_messages", up)),
+            Route("gemini-*", Upstream(GEMINI, up), model_rewrite="gemini-2.5-flash"),
+        ],
+    )
+    fake.push(reply_from_capture("gemini_json_text_basic"))
+    fake.push(reply_from_capture("anthropic_json_text_basic"))
+    with serve(app) as base:
+        g = client(base)
+        first = g.models.generate_content(model="gemini-pro-latest", contents="hi")
+        second = g.models.generate_content(model="claude-x", contents="hi")
+        with pytest.raises(genai_errors.ClientError) as info:
+            g.models.generate_content(model="gpt-x", contents="hi")
+    assert first.text and second.text
+    assert fake.seen[0].path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert fake.seen[1].path == "/v1/messages" and fake.seen[1].json()["model"] == "claude-x"
+    assert info.value.code == 404 and info.value.status == "NOT_FOUND"
+    assert len(fake.seen) == 2
