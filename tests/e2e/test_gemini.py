@@ -320,3 +320,15 @@ def test_routes_choose_by_the_model_in_the_url(stack: Stack, fake: FakeUpstream)
     assert fake.seen[1].path == "/v1/messages" and fake.seen[1].json()["model"] == "claude-x"
     assert info.value.code == 404 and info.value.status == "NOT_FOUND"
     assert len(fake.seen) == 2
+
+
+def test_a_model_name_cannot_add_a_query_or_a_path_to_the_upstream_url(
+    stack: Stack, fake: FakeUpstream
+) -> None:
+    fake.push(reply_from_capture("gemini_json_text_basic"))
+    base = stack.proxy(fake, GEMINI)
+    body = load("gemini_json_text_basic")["request"]["body"]
+    for model in ("m%3Fkey=stolen", "m%23frag", "a%2F..%2Fb"):
+        r = httpx.post(f"{base}/v1beta/models/{model}:generateContent", json=body, timeout=30)
+        assert r.status_code == 404, model  # not a Gemini call: the wrapped app's 404
+    assert fake.seen == []

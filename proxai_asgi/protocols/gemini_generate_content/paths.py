@@ -10,6 +10,8 @@ used as it is) plus the same shape, ``?alt=sse`` for a stream.
 
 from __future__ import annotations
 
+import re
+
 from ...codec import PathCall
 
 VERSIONS = ("v1beta", "v1")
@@ -20,6 +22,9 @@ _METHODS = {
     "countTokens": (False, "count_tokens"),
 }
 _METHOD_OF = {(False, "generate"): "generateContent", (True, "generate"): "streamGenerateContent"}
+# What a model name may hold: it is put into the upstream URL, so a client must not be
+# able to add a path, a query or a fragment there (ASGI paths arrive percent-decoded).
+_MODEL = re.compile(r"[A-Za-z0-9._:@-]+")
 
 
 def path_call(path: str) -> PathCall | None:
@@ -28,7 +33,7 @@ def path_call(path: str) -> PathCall | None:
         return None
     model, colon, method = rest.rpartition(":")
     found = _METHODS.get(method)
-    if not colon or not model or found is None or "/" in model:
+    if not colon or found is None or not _MODEL.fullmatch(model):
         return None
     stream, action = found
     return PathCall(model=model, stream=stream, action=action)  # type: ignore[arg-type]
