@@ -161,7 +161,6 @@ class RedactQueryKeys(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                _QUERY_KEY.sub(r"\1[redacted]", a) if isinstance(a, str) else a
-                for a in record.args
+                _QUERY_KEY.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
             )
         return True
