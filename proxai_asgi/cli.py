@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send plain-http upstream requests through httpx, not the lean HTTP/1.1 pool",
     )
+    p.add_argument(
+        "--no-websocket",
+        action="store_true",
+        help="refuse the Responses WebSocket with 426 (Codex then uses HTTP)",
+    )
     p.add_argument("--demo-protocol", choices=PROTOCOLS, help="protocol of the demo upstream")
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     return p
@@ -95,6 +100,8 @@ def build_app(
         server.log_level = args.log_level
     if args.httpx:
         server.lean_http = False
+    if args.no_websocket:
+        server.responses_websocket = False
 
     url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
     routes: list[Route]
@@ -118,6 +125,7 @@ def build_app(
         prefix=server.prefix,
         max_body_size=server.max_body_size,
         lean_http=server.lean_http,
+        responses_websocket=server.responses_websocket,
     )
     return app, server
 
@@ -147,7 +155,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         file=sys.stderr,
     )
     logging.getLogger("uvicorn.access").addFilter(RedactQueryKeys())
-    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level.lower())
+    uvicorn.run(
+        app,
+        host=server.host,
+        port=server.port,
+        log_level=server.log_level.lower(),
+        # A Responses WebSocket frame is a whole request body: the same limit.
+        ws_max_size=server.max_body_size,
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ port = 8080
 prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
 lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
+responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 
 [[upstreams]]
 name = "claude"
@@ -51,6 +52,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     log_level: str = "info"
     demo_protocol: ProtocolName = "openai_chat_completions"
     lean_http: bool = True
+    responses_websocket: bool = True
 
 
 class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -20,7 +20,7 @@ import httpx
 import msgspec
 
 from . import canonical as c
-from . import checks, custom_tools, endpoints, telemetry
+from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
 from .codec import PROTOCOLS, Codec, PathCall, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, TranslationReport
 from .http1 import Http1Pool
@@ -130,8 +130,11 @@ class ProxaiMiddleware:
     then get a 429 with ``retry-after``). Bodies over ``max_body_size`` bytes get a 413
     and bodies nesting JSON deeper than ``max_json_depth`` a 400, before any other work.
 
-    Requests to other paths, other methods, websockets and lifespan reach ``app``
-    untouched. ``prefix`` serves the LLM paths under a mount point (``/llm/v1/...``).
+    A WebSocket on the Responses path is served as Codex's Responses WebSocket
+    transport (``responses_websocket=False`` refuses it with a 426 so clients fall back
+    to HTTP). Requests to other paths, other methods, other websockets and lifespan
+    reach ``app`` untouched. ``prefix`` serves the LLM paths under a mount point
+    (``/llm/v1/...``).
     """
 
     def __init__(
@@ -149,6 +152,7 @@ class ProxaiMiddleware:
         serve_models: bool = True,
         max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
         lean_http: bool = False,
+        responses_websocket: bool = True,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -164,6 +168,7 @@ class ProxaiMiddleware:
         self.queue_timeout = queue_timeout
         self.serve_models = serve_models
         self.max_json_depth = max_json_depth
+        self.responses_websocket = responses_websocket
         # Protocols whose URL names the model (Gemini): matched by their codec.
         self.path_codecs = [get_codec(p) for p in PROTOCOLS if get_codec(p).model_in_path]
 
@@ -175,6 +180,10 @@ class ProxaiMiddleware:
             protocol = _PATHS.get(path)
             if protocol is not None:
                 await Exchange(self, get_codec(protocol), scope, receive, send).run()
+                return
+            if path in ("/v1/responses/compact", "/responses/compact"):
+                ex = Exchange(self, get_codec("openai_responses"), scope, receive, send)
+                await ex.run(lambda body: compaction.compact(ex, body))
                 return
             for codec in self.path_codecs:
                 call = codec.path_call(path)
@@ -200,6 +209,17 @@ class ProxaiMiddleware:
         elif scope["type"] == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
             return
+        elif scope["type"] == "websocket":
+            path = scope["path"]
+            if self.prefix:
+                path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
+            if _PATHS.get(path) == "openai_responses":
+                # Codex's Responses WebSocket: each frame is served by the HTTP path above.
+                if not self.responses_websocket:
+                    await websocket_responses.deny(scope, send)
+                    return
+                await websocket_responses.ResponsesSocket(self, scope, receive, send).run()
+                return
         await self.app(scope, receive, send)
 
     async def _path_addressed(
@@ -307,6 +327,12 @@ class Exchange:
         self.model = model = route.model_rewrite or head.model or ""
         self.stream = bool(head.stream)
         self.upstream_call = PathCall(model=model, stream=self.stream)
+        if self.client.name == "openai_responses" and compaction.mentions(body):
+            # Codex compaction: our compaction items expanded, a trigger answered here.
+            rewritten = await compaction.serve(self, up, body)
+            if rewritten is None:
+                return
+            body = rewritten
         if up.protocol == self.client.name:
             if model != head.model and not self.client.model_in_path:
                 body = rewrite_model(body, model)  # a path-addressed model is in the URL

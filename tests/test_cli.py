@@ -116,6 +116,16 @@ def test_standalone_server_uses_the_lean_pool_unless_told_httpx(tmp_path: Path) 
     assert server.lean_http is False and app.lean is None
 
 
+def test_the_responses_websocket_can_be_turned_off(tmp_path: Path) -> None:
+    flags = ["--upstream-protocol", "openai_chat_completions"]
+    env = {"PROXAI_UPSTREAM_URL": "http://127.0.0.1:9/v1"}
+    assert app_from(flags, env)[0].responses_websocket is True
+    assert app_from([*flags, "--no-websocket"], env)[0].responses_websocket is False
+    path = tmp_path / "proxai.toml"
+    path.write_text("[server]\nresponses_websocket = false\n")
+    assert app_from(["--config", str(path), *flags], env)[0].responses_websocket is False
+
+
 def test_toml_config_builds_routes_with_keys_from_the_environment(tmp_path: Path) -> None:
     path = tmp_path / "proxai.toml"
     path.write_text(

@@ -78,23 +78,28 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 @contextlib.contextmanager
-def middleware_for(model: ScriptedModel, transport: str) -> Iterator[tuple[str, Recorder]]:
+def middleware_for(
+    model: ScriptedModel, transport: str, *, websockets: bool = False, **options: Any
+) -> Iterator[tuple[str, Recorder]]:
     """The middleware in front of ``model``; yields its URL and the client recorder.
 
     ``http``: the model on its own loopback server, reached with httpx.
     ``inner``: the model is the wrapped app (``Upstream.inner_app``), no network hop.
+    ``websockets``: the server also accepts WebSocket upgrades; ``options`` go to
+    ``ProxaiMiddleware``.
     """
     if transport == "inner":
-        recorder = Recorder(ProxaiMiddleware(model, upstream=Upstream.inner_app(model.protocol)))
-        with serve(recorder) as url:
+        inner = Upstream.inner_app(model.protocol)
+        recorder = Recorder(ProxaiMiddleware(model, upstream=inner, **options))
+        with serve(recorder, websockets=websockets) as url:
             yield url, recorder
         return
     with serve(model) as upstream_url:
         # Anthropic and Google base URLs carry no version; OpenAI's do.
         base = upstream_url if model.protocol in (ANTHROPIC, GEMINI) else upstream_url + "/v1"
         upstream = Upstream(model.protocol, base, "sk-upstream-key")
-        recorder = Recorder(ProxaiMiddleware(_not_found, upstream=upstream))
-        with serve(recorder) as url:
+        recorder = Recorder(ProxaiMiddleware(_not_found, upstream=upstream, **options))
+        with serve(recorder, websockets=websockets) as url:
             yield url, recorder
 
 
@@ -168,10 +173,37 @@ def run_claude(url: str, tmp_path: Path) -> Run:
     return run_cli(argv, env, work)
 
 
-def run_codex(url: str, tmp_path: Path, *, stream_retries: int = 0) -> Run:
+def run_codex(
+    url: str,
+    tmp_path: Path,
+    *,
+    stream_retries: int = 0,
+    builtin: bool = False,
+    compact_limit: int | None = None,
+) -> Run:
+    """Codex against ``url``: through a custom provider (HTTP only), or with
+    ``builtin=True`` as its built-in OpenAI provider at ``openai_base_url``, which
+    talks the Responses WebSocket first and falls back to HTTP. ``compact_limit``
+    sets ``model_auto_compact_token_limit`` (the built-in provider compacts remotely)."""
     home, work = workdirs(tmp_path)
     codex_home = home / ".codex"
     codex_home.mkdir()
+    provider = f"""
+model_provider = "proxai"
+
+[model_providers.proxai]
+name = "proxai e2e"
+base_url = "{url}/v1"
+env_key = "PROXAI_E2E_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = {stream_retries}
+"""
+    if builtin:
+        provider = f'openai_base_url = "{url}/v1"\n'
+    if compact_limit is not None:
+        provider = f"model_auto_compact_token_limit = {compact_limit}\n" + provider
+
     # A model Codex knows, so it sends what it sends real models (reasoning effort,
     # text.verbosity, the freeform apply_patch tool). Retries off unless asked: a
     # broken stream must fail the test, not be papered over by a retry.
@@ -182,19 +214,10 @@ def run_codex(url: str, tmp_path: Path, *, stream_retries: int = 0) -> Run:
     (codex_home / "config.toml").write_text(
         f"""
 model = "gpt-5.5"
-model_provider = "proxai"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-
-[model_providers.proxai]
-name = "proxai e2e"
-base_url = "{url}/v1"
-env_key = "PROXAI_E2E_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = {stream_retries}
-
+{provider}
 [features]
 plugins = false
 remote_plugin = false
@@ -206,6 +229,8 @@ enabled = false
 """
     )
     env = base_env(home) | {"CODEX_HOME": str(codex_home), "PROXAI_E2E_KEY": "dummy"}
+    if builtin:
+        env["OPENAI_API_KEY"] = "dummy"
     argv = [cli("codex"), "exec", "--skip-git-repo-check", "--json"]
     argv += ["Add patched.txt with apply_patch, then print the e2e marker and report it."]
     return run_cli(argv, env, work)

@@ -296,6 +296,9 @@ class Recorded:
     status: int = 0
     response_headers: dict[str, str] = field(default_factory=dict)
     response: bytearray = field(default_factory=bytearray)
+    # A WebSocket (method "WS"): the text frames each way; status 101 once accepted.
+    frames_in: list[str] = field(default_factory=list)
+    frames_out: list[str] = field(default_factory=list)
 
     def json(self) -> Any:
         return json.loads(self.request)
@@ -313,6 +316,9 @@ class Recorder:
     seen: list[Recorded] = field(default_factory=list)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -334,6 +340,29 @@ class Recorder:
                 }
             elif message["type"] == "http.response.body":
                 rec.response += message.get("body", b"")
+            await send(message)
+
+        await self.app(scope, tee_receive, tee_send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        rec = Recorded("WS", scope["path"], scope.get("query_string", b""), headers, b"")
+        self.seen.append(rec)
+
+        async def tee_receive() -> Any:
+            message = await receive()
+            if message["type"] == "websocket.receive" and message.get("text") is not None:
+                rec.frames_in.append(message["text"])
+            return message
+
+        async def tee_send(message: Any) -> None:
+            if message["type"] == "websocket.accept":
+                rec.status = 101
+            elif message["type"] == "websocket.http.response.start":
+                rec.status = message["status"]
+            elif message["type"] == "websocket.send" and message.get("text") is not None:
+                rec.frames_out.append(message["text"])
+                rec.response += message["text"].encode() + b"\n"
             await send(message)
 
         await self.app(scope, tee_receive, tee_send)

@@ -21,10 +21,17 @@ from .captures import load
 
 
 @contextlib.contextmanager
-def serve(app: ASGIApp) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 (a free port); yields ``http://127.0.0.1:PORT``."""
+def serve(app: ASGIApp, *, websockets: bool = False) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 (a free port); yields ``http://127.0.0.1:PORT``.
+    ``websockets=True`` serves WebSocket upgrades too (uvicorn's ``websockets``
+    implementation, from the ``test`` extra)."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="off",
+        ws="websockets-sansio" if websockets else "none",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

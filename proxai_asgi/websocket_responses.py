@@ -1,0 +1,312 @@
+"""The Responses API over a WebSocket, as Codex speaks it to its built-in OpenAI provider.
+
+Codex opens ``GET /v1/responses`` with ``Upgrade: websocket`` and sends JSON text
+frames ``{"type": "response.create", ...request body...}``. Each answer is the same
+event sequence a streamed ``POST /v1/responses`` carries, one event per text frame,
+ending at ``response.completed`` (or ``response.failed``/``response.incomplete``).
+
+Each ``response.create`` is served by the middleware's own HTTP path: the frame becomes
+a synthesized ``POST`` (same headers, ``stream: true``) and every SSE event of the
+answer is relayed as a text frame, so routing, translation, limits and logging are the
+ones an HTTP client gets. Around that this module adds what only the socket has:
+
+- ``previous_response_id`` naming the connection's last response continues it: the
+  request's input is that response's input and output followed by the new input. The
+  connection keeps exactly one response, so this works with ``store: false`` and never
+  reaches a stateless upstream as an unknown field.
+- ``generate: false`` (Codex's warm-up) is answered at once with an empty completed
+  response, without calling the upstream; its input still seeds the next turn.
+- an HTTP error becomes the wrapped error frame Codex maps back to an HTTP status:
+  ``{"type": "error", "status": 400, "error": {...}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import time
+from typing import Any
+
+import anyio
+import msgspec
+
+from .sse import SSEDecoder
+from .upstream import ASGIApp, Message, RawHeaders, Receive, Scope, Send
+
+logger = logging.getLogger("proxai_asgi")
+
+MAX_FRAME = 32 * 1024 * 1024  # the middleware's default body limit; the HTTP path rechecks
+_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+# Handshake headers that describe the socket, not the request a frame stands for.
+_SOCKET_HEADERS = frozenset(
+    {b"upgrade", b"connection", b"content-length", b"content-type", b"accept-encoding"}
+)
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
+
+
+class FrameError(Exception):
+    """A frame the connection answers with a wrapped error instead of a response."""
+
+    def __init__(self, status: int, message: str, code: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.param = status, message, code, param
+
+
+def error_frame(status: int, error: dict[str, Any]) -> str:
+    """Codex reads ``status`` (or ``status_code``) and maps a non-2xx one to the HTTP
+    error it would have got over HTTP; the ``error`` object is the Responses one."""
+    return _enc.encode({"type": "error", "status": status, "error": error}).decode()
+
+
+async def deny(scope: Scope, send: Send) -> None:
+    """Refuse the upgrade with 426, which makes Codex fall back to HTTP at once.
+
+    Servers without the ASGI denial-response extension can only close the handshake
+    (a 403), which Codex retries before falling back."""
+    if "websocket.http.response" in scope.get("extensions", {}):
+        body = b'{"error":{"message":"WebSockets are disabled on this proxy; use HTTP",'
+        body += b'"type":"invalid_request_error","code":"websockets_disabled"}}'
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        await send({"type": "websocket.close", "code": 1008})
+
+
+class ResponsesSocket:
+    """One accepted connection: frames in, one response at a time, events out."""
+
+    def __init__(self, http_app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        self.http_app = http_app
+        self.scope = scope
+        self.receive = receive
+        self._send = send
+        self.closed = anyio.Event()
+        # The connection's one remembered response: its id, and the full input and
+        # output a ``previous_response_id`` naming it continues.
+        self.last_id: str | None = None
+        self.last_items: list[Any] = []
+
+    async def run(self) -> None:
+        first = await self.receive()
+        if first["type"] != "websocket.connect":
+            return
+        await self._send({"type": "websocket.accept"})
+        frames_in, frames_out = anyio.create_memory_object_stream[str | None](16)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read, frames_in)
+            async with frames_out:
+                async for text in frames_out:
+                    await self._handle(text)
+            tg.cancel_scope.cancel()
+        if not self.closed.is_set():
+            with contextlib.suppress(Exception):
+                await self._send({"type": "websocket.close", "code": 1000})
+
+    async def _read(self, frames: anyio.abc.ObjectSendStream[str | None]) -> None:
+        async with frames:
+            while True:
+                message = await self.receive()
+                kind = message["type"]
+                if kind == "websocket.disconnect":
+                    self.closed.set()
+                    return
+                if kind == "websocket.receive":
+                    # None stands for a binary frame, answered in turn like any other.
+                    await frames.send(message.get("text"))
+
+    async def _text(self, text: str) -> None:
+        if self.closed.is_set():
+            return
+        try:
+            await self._send({"type": "websocket.send", "text": text})
+        except Exception:  # the client went away between two frames
+            self.closed.set()
+
+    # ----------------------------------------------------------------- one frame
+
+    async def _handle(self, text: str | None) -> None:
+        try:
+            if text is None:
+                raise FrameError(400, "binary frames are not accepted", "invalid_frame")
+            body = self._request_body(text)
+            if body is None:
+                return  # a notice that needs no answer
+            if body.pop("generate", True) is False:
+                await self._warm_up(body)
+            else:
+                await self._generate(body)
+        except FrameError as err:
+            error = _error(err.message, err.code, err.param)
+            await self._text(error_frame(err.status, error))
+
+    def _request_body(self, text: str) -> dict[str, Any] | None:
+        if len(text) > MAX_FRAME:
+            raise FrameError(413, f"frame exceeds {MAX_FRAME} bytes", "request_too_large")
+        try:
+            frame = _dec.decode(text)
+        except msgspec.DecodeError:
+            raise FrameError(400, "frame is not valid JSON", "invalid_json") from None
+        if not isinstance(frame, dict):
+            raise FrameError(400, "frame must be a JSON object", "invalid_request")
+        kind = frame.pop("type", None)
+        if kind == "response.processed":
+            return None  # Codex acknowledging an answer it has handled
+        if kind != "response.create":
+            raise FrameError(
+                400,
+                f"unsupported frame type {kind!r}; send response.create",
+                "invalid_type",
+                "type",
+            )
+        previous = frame.pop("previous_response_id", None)
+        new_input = _items(frame.get("input"))
+        if previous is not None:
+            if previous != self.last_id:
+                raise FrameError(
+                    400,
+                    f"Previous response with id '{previous}' not found.",
+                    "previous_response_not_found",
+                    "previous_response_id",
+                )
+            new_input = [*self.last_items, *new_input]
+        frame["input"] = new_input
+        frame["stream"] = True
+        return frame
+
+    async def _warm_up(self, body: dict[str, Any]) -> None:
+        response_id = "resp_" + secrets.token_hex(16)
+        shell: dict[str, Any] = {
+            "id": response_id,
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": body.get("model"),
+            "output": [],
+            "usage": None,
+        }
+        for n, (kind, status) in enumerate(
+            (("response.created", "in_progress"), ("response.completed", "completed"))
+        ):
+            event = {"type": kind, "sequence_number": n, "response": {**shell, "status": status}}
+            await self._text(_enc.encode(event).decode())
+        self.last_id, self.last_items = response_id, list(body["input"])
+
+    async def _generate(self, body: dict[str, Any]) -> None:
+        data = _enc.encode(body)
+        relay = _Relay(self)
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": data, "more_body": False}
+            await self.closed.wait()
+            return {"type": "http.disconnect"}
+
+        await self.http_app(self._http_scope(len(data)), receive, relay.send)
+        await relay.finish()
+        if relay.response_id is not None:
+            self.last_id = relay.response_id
+            self.last_items = [*body["input"], *relay.output]
+
+    def _http_scope(self, length: int) -> Scope:
+        headers: RawHeaders = [
+            (k, v)
+            for k, v in self.scope.get("headers", [])
+            if k not in _SOCKET_HEADERS and not k.startswith(b"sec-websocket-")
+        ]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(length).encode()),
+            (b"accept", b"text/event-stream"),
+        ]
+        scheme = "https" if self.scope.get("scheme") == "wss" else "http"
+        scope: Scope = {
+            k: v for k, v in self.scope.items() if k not in ("subprotocols", "extensions")
+        }
+        scope.update(type="http", method="POST", scheme=scheme, headers=headers)
+        scope["http_version"] = "1.1"
+        scope["proxai.websocket"] = True
+        return scope
+
+
+class _Relay:
+    """The ``send`` of one synthesized HTTP exchange: SSE events out as text frames, an
+    error body out as the wrapped error frame; remembers what the next turn needs."""
+
+    def __init__(self, socket: ResponsesSocket) -> None:
+        self.socket = socket
+        self.status = 0
+        self.sse = SSEDecoder()
+        self.error_body = bytearray()
+        self.response_id: str | None = None
+        self.output: list[Any] = []
+        self.terminal = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            return
+        if message["type"] != "http.response.body":
+            return
+        chunk: bytes = message.get("body", b"")
+        if self.status != 200:
+            if len(self.error_body) < MAX_FRAME:
+                self.error_body += chunk
+            return
+        for event in self.sse.decode(chunk):
+            await self._event(event.data)
+
+    async def _event(self, data: bytes) -> None:
+        if not data or data == b"[DONE]":
+            return
+        await self.socket._text(data.decode("utf-8", "replace"))
+        try:
+            event = _dec.decode(data)
+        except msgspec.DecodeError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "response.output_item.done" and isinstance(event.get("item"), dict):
+            self.output.append(event["item"])
+        elif kind in _TERMINAL:
+            self.terminal = True
+            response = event.get("response") or {}
+            if kind != "response.failed" and isinstance(response.get("id"), str):
+                self.response_id = response["id"]
+                if response.get("output"):
+                    self.output = list(response["output"])
+
+    async def finish(self) -> None:
+        if self.status == 200:
+            for event in self.sse.flush():
+                await self._event(event.data)
+            return
+        status = self.status or 500
+        error: dict[str, Any] = {}
+        with contextlib.suppress(msgspec.DecodeError):
+            parsed = _dec.decode(bytes(self.error_body)) if self.error_body else None
+            if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+                error = parsed["error"]
+        if not error:
+            error = _error(self.error_body.decode("utf-8", "replace")[:1000] or "upstream error")
+        await self.socket._text(error_frame(status, error))
+
+
+def _items(value: Any) -> list[Any]:
+    """A request's ``input`` as a list of items (a bare string is one user message)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if isinstance(value, list):
+        return value
+    raise FrameError(400, "input must be a string or a list of items", "invalid_type", "input")
+
+
+def _error(message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    return {"type": "invalid_request_error", "code": code, "message": message, "param": param}
