@@ -29,6 +29,7 @@ SHORT = {
     "openai_chat_completions": "chat",
     "openai_responses": "responses",
     "anthropic_messages": "anthropic",
+    "gemini_generate_content": "gemini",
 }
 
 
@@ -58,9 +59,11 @@ def synthetic(protocol: ProtocolName, n: int = 2000) -> bytes:
 
 
 def frames(body: bytes) -> list[bytes]:
-    """Cut the body where a network read would: after each SSE frame."""
-    parts = body.split(b"\n\n")
-    return [p + b"\n\n" for p in parts if p]
+    """Cut the body where a network read would: after each SSE frame (Gemini ends its
+    frames with CRLF CRLF)."""
+    sep = b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n"
+    parts = body.split(sep)
+    return [p + sep for p in parts if p]
 
 
 def per_event(fn: Callable[[], int], repeat: int) -> float:
@@ -125,6 +128,9 @@ def main() -> None:
                 "capture anthropic_sse_thinking_signature_delta",
                 frames(capture_body("anthropic_sse_thinking_signature_delta")),
             ),
+        ],
+        "gemini_generate_content": [
+            ("capture gemini_sse_thinking", frames(capture_body("gemini_sse_thinking"))),
         ],
     }
     for p in protocols:

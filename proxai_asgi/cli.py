@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -165,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"proxai-asgi on http://{server.host}:{server.port}{server.prefix}  routes: {routes}",
         file=sys.stderr,
     )
+    logging.getLogger("uvicorn.access").addFilter(RedactQueryKeys())
     options: dict[str, Any] = {
         "host": server.host,
         "port": server.port,
@@ -191,4 +193,20 @@ def worker_app() -> ProxaiMiddleware:
     app, server = build_app(args)
     level = server.log_level.upper()
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("uvicorn.access").addFilter(RedactQueryKeys())
     return app
+
+
+_QUERY_KEY = re.compile(r"([?&]key=)[^&\s]*")
+
+
+class RedactQueryKeys(logging.Filter):
+    """Access-log lines show request paths with their query; a Gemini client may send
+    its API key there (``?key=``), which must not reach the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _QUERY_KEY.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True

@@ -25,11 +25,14 @@ _S = TypeVar("_S", bound=msgspec.Struct)
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-ProtocolName = Literal["openai_chat_completions", "openai_responses", "anthropic_messages"]
+ProtocolName = Literal[
+    "openai_chat_completions", "openai_responses", "anthropic_messages", "gemini_generate_content"
+]
 PROTOCOLS: tuple[ProtocolName, ...] = (
     "openai_chat_completions",
     "openai_responses",
     "anthropic_messages",
+    "gemini_generate_content",
 )
 
 
@@ -39,6 +42,35 @@ class RequestHead(msgspec.Struct):
 
     model: str | None = None
     stream: bool | None = None
+
+
+class PathCall(msgspec.Struct, frozen=True):
+    """What the URL of a path-addressed protocol says (Gemini:
+    ``/v1beta/models/{model}:streamGenerateContent``): the model, whether the answer
+    streams, and the method (``generate`` or ``count_tokens``)."""
+
+    model: str
+    stream: bool
+    action: Literal["generate", "count_tokens"] = "generate"
+
+
+class BodyAddressed:
+    """How protocols with the model and stream flag in the body, served on fixed paths,
+    are addressed: no path call, and the upstream URL is ``base_url + upstream_path``
+    (an Anthropic-style ``/v1/...`` path tolerates a base_url that already ends in
+    ``/v1``)."""
+
+    model_in_path: bool = False
+    upstream_path: str = ""
+
+    def path_call(self, path: str) -> PathCall | None:
+        return None
+
+    def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
+        path = self.upstream_path
+        if path.startswith("/v1/") and base_url.endswith("/v1"):
+            base_url = base_url[:-3]
+        return base_url + path
 
 
 class UpstreamOptions(msgspec.Struct, kw_only=True):
@@ -82,6 +114,19 @@ class Codec(Protocol):
     client_paths: tuple[str, ...]  # request paths this protocol is served on
     upstream_path: str  # appended to the upstream base_url
     supports_custom_tools: bool
+    # Addressing: where the model and stream flag are, and how the upstream is called.
+    model_in_path: bool  # True: the URL names the model (``path_call``), not the body
+    auth_header: bytes  # the header that carries the upstream key ("authorization": Bearer)
+
+    def path_call(self, path: str) -> PathCall | None:
+        """The model, stream flag and method a client path names (None: not this
+        protocol's path, or a body-addressed protocol)."""
+        ...
+
+    def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
+        """The upstream URL for a call (its model and stream flag, when they belong in
+        the URL)."""
+        ...
 
     # ---- client side
     def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:

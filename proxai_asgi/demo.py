@@ -16,7 +16,7 @@ import hashlib
 import re
 
 from . import canonical as c
-from .codec import Codec, unfold
+from .codec import PROTOCOLS, Codec, unfold
 from .errors import ProxyError, TranslationReport
 from .protocols import get_codec
 from .routing import DEFAULT_PATHS
@@ -80,12 +80,13 @@ def _word_deltas(events: list[c.StreamEvent]) -> list[c.StreamEvent]:
 
 
 class DemoUpstream:
-    """ASGI app: POST the three protocol paths; anything else is a 404."""
+    """ASGI app: POST the protocols' paths; anything else is a 404."""
 
     def __init__(self) -> None:
         self._by_path: dict[str, Codec] = {
             path: get_codec(protocol) for protocol, path in DEFAULT_PATHS.items()
         }
+        self._path_codecs = [get_codec(p) for p in PROTOCOLS if get_codec(p).model_in_path]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -94,6 +95,12 @@ class DemoUpstream:
         if scope["type"] != "http":
             return
         codec = self._by_path.get(scope["path"])
+        call = None
+        for path_codec in self._path_codecs if codec is None else ():
+            call = path_codec.path_call(scope["path"])  # the model in the URL (Gemini)
+            if call is not None:
+                codec = path_codec
+                break
         if codec is None or scope["method"] != "POST":
             await _send_json(send, 404, b'{"error":{"message":"not found","type":"not_found"}}')
             return
@@ -108,6 +115,8 @@ class DemoUpstream:
         except ProxyError as err:
             await _send_json(send, err.status, codec.encode_error(err))
             return
+        if call is not None:
+            request.model, request.stream = call.model, call.stream
         response = answer(request, body)
         if not request.stream:
             await _send_json(send, 200, codec.encode_response(response, request))

@@ -1,4 +1,4 @@
-"""The two side endpoints real clients call besides the three generation paths.
+"""The side endpoints real clients call besides the generation paths.
 
 - ``POST /v1/messages/count_tokens`` (Claude Code calls it at start-up and for
   ``/context``): forwarded to an Anthropic upstream; toward any other upstream a local
@@ -8,7 +8,11 @@
   (Anthropic when the request carries ``anthropic-version``, OpenAI otherwise, plus
   Codex's ``{"models": [...]}`` key when it asks with ``?client_version=``). Exact
   route patterns are listed as they are; a glob route lists what its upstream reports
-  (fetched from the upstream's own models endpoint) that the glob matches.
+  (fetched from the upstream's own models endpoint) that the glob matches. Google's
+  shape (``{"models": [{"name": "models/<id>", ...}]}``) for ``GET /v1beta/models``, and
+  for ``/v1/models`` asked with a Google key (``x-goog-api-key`` or ``?key=``).
+- ``POST /v1beta/models/{model}:countTokens`` (Gemini clients): forwarded to a Gemini
+  upstream; toward any other, the local estimate as ``{"totalTokens": n}``.
 """
 
 from __future__ import annotations
@@ -74,7 +78,50 @@ async def count_tokens(ex: Exchange, body: bytes) -> None:
     await ex._json(200, answer, [(b"x-proxai-token-count", b"estimate")])
 
 
-async def list_models(mw: ProxaiMiddleware, headers: RawHeaders, query: bytes = b"") -> bytes:
+async def count_tokens_in_path(ex: Exchange, body: bytes) -> None:
+    """Serve ``{model}:countTokens`` for a path-addressed (Gemini) client."""
+    from .codec import PathCall
+    from .protocols.gemini_generate_content.request import count_tokens_request
+    from .tokens import estimate_input_tokens
+
+    head = ex._head(body)
+    route = ex.mw.router.select(head.model or "")
+    if route is None:
+        raise ProxyError(404, f"no upstream is configured for model {head.model!r}")
+    up = route.upstream
+    ex.upstream = up
+    ex.model = model = route.model_rewrite or head.model or ""
+    if up.protocol == ex.client.name and not up.inner:
+        headers = upstream_headers(
+            ex.client_headers(), up, ex.client.name, passthrough=True, stream=False
+        )
+        url = up.url_for(PathCall(model=model, stream=False, action="count_tokens"))
+        import httpx  # loaded by ``client`` already
+
+        try:
+            r = await ex.mw.http.client.post(
+                url, content=body, headers=headers, timeout=up.read_timeout
+            )
+        except httpx.HTTPError as exc:
+            raise ProxyError(502, f"upstream unreachable ({type(exc).__name__})") from None
+        out = [(k, v) for k, v in r.headers.raw if k.lower() == b"content-type"]
+        await ex._start(r.status_code, [*out, (b"content-length", str(len(r.content)).encode())])
+        await ex._body(r.content, more=False)
+        return
+    creq = count_tokens_request(body)
+    answer = _enc.encode({"totalTokens": estimate_input_tokens(creq)})
+    await ex._json(200, answer, [(b"x-proxai-token-count", b"estimate")])
+
+
+def _google_shape(headers: RawHeaders, query: bytes, path: str) -> bool:
+    if path == "/v1beta/models":
+        return True
+    return any(k == b"x-goog-api-key" for k, _ in headers) or b"key=" in query
+
+
+async def list_models(
+    mw: ProxaiMiddleware, headers: RawHeaders, query: bytes = b"", path: str = "/v1/models"
+) -> bytes:
     anthropic_shape = any(k == b"anthropic-version" for k, _ in headers)
     # Codex's model manager asks with ?client_version=... and reads {"models": [...]}.
     codex_shape = b"client_version=" in query
@@ -85,6 +132,13 @@ async def list_models(mw: ProxaiMiddleware, headers: RawHeaders, query: bytes = 
         else:
             names.extend(await _upstream_models(mw, route, headers))
     names = list(dict.fromkeys(names))
+    if _google_shape(headers, query, path):
+        methods = ["generateContent", "streamGenerateContent", "countTokens"]
+        models = [
+            {"name": f"models/{n}", "displayName": n, "supportedGenerationMethods": methods}
+            for n in names
+        ]
+        return _enc.encode({"models": models})
     if anthropic_shape:
         data: list[dict[str, Any]] = [
             {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
@@ -114,8 +168,11 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
     if up.inner or not up.base_url:
         return []
     base = up.base_url
+    google = up.protocol == "gemini_generate_content"
     if up.protocol == "anthropic_messages":
         url = (base[:-3] if base.endswith("/v1") else base) + "/v1/models"
+    elif google:
+        url = up.url_for(None)  # Google's listing: {version}/models
     else:
         url = base + "/models"
     out_headers = upstream_headers(headers, up, up.protocol, passthrough=False, stream=False)
@@ -123,7 +180,14 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
 
     try:
         r = await mw.http.client.get(url, headers=out_headers, timeout=5.0)
-        ids = [m["id"] for m in r.json().get("data", []) if isinstance(m.get("id"), str)]
+        if google:
+            ids = [
+                m["name"].removeprefix("models/")
+                for m in r.json().get("models", [])
+                if isinstance(m.get("name"), str)
+            ]
+        else:
+            ids = [m["id"] for m in r.json().get("data", []) if isinstance(m.get("id"), str)]
     except (httpx.HTTPError, ValueError, AttributeError, TypeError, KeyError):
         logger.debug("model list of %s unavailable", up.label)
         return []

@@ -157,10 +157,10 @@ class Http1Pool:
 
     # ---------------------------------------------------------------- routing
 
-    def serves(self, upstream: Upstream) -> bool:
+    def serves(self, upstream: Upstream, url: str | None = None) -> bool:
         """Whether this pool takes ``upstream`` (plain HTTP, no environment proxy,
         running on asyncio); otherwise the caller uses httpx."""
-        if self._target(upstream.url) is None:
+        if self._target(url or upstream.url) is None:
             return False
         try:
             asyncio.get_running_loop()
@@ -174,6 +174,8 @@ class Http1Pool:
         except KeyError:
             pass
         target: _Target | None = None
+        if len(self._targets) >= 4096:  # URLs that name models: keep the cache bounded
+            self._targets.clear()
         parts = urlsplit(url)
         if parts.scheme == "http" and parts.hostname and not parts.username:
             proxies = urllib.request.getproxies()
@@ -194,11 +196,18 @@ class Http1Pool:
 
     @asynccontextmanager
     async def open(
-        self, upstream: Upstream, headers: RawHeaders, body: bytes, *, raw: bool
+        self,
+        upstream: Upstream,
+        headers: RawHeaders,
+        body: bytes,
+        *,
+        raw: bool,
+        url: str | None = None,
     ) -> AsyncIterator[UpstreamResponse]:
-        """Send the request; yields once the answer's headers arrived. ``raw`` keeps
-        the body's content-encoding (pass-through) instead of decoding it."""
-        target = self._target(upstream.url)
+        """Send the request (to ``url``, default the upstream's); yields once the
+        answer's headers arrived. ``raw`` keeps the body's content-encoding
+        (pass-through) instead of decoding it."""
+        target = self._target(url or upstream.url)
         assert target is not None, "serves() decides which upstreams come here"
         if self._slots.locked():
             await self._wait_for_slot(upstream.read_timeout)

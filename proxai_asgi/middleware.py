@@ -13,13 +13,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
 
 import anyio
 import msgspec
 
 from . import canonical as c
 from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
-from .codec import Codec, ProtocolName, RequestHead, fold, unfold
+from .codec import PROTOCOLS, Codec, PathCall, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, ResponseAborted, TranslationReport
 from .model_rewrite import rewrite_model
 from .passthrough import PassthroughRelay
@@ -59,6 +60,16 @@ _PATHS: dict[str, ProtocolName] = {
     "/messages": "anthropic_messages",
 }
 _head_decoder = msgspec.json.Decoder(RequestHead)
+
+
+def _query_key(query: bytes) -> bytes | None:
+    for pair in query.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        if name == b"key" and value:
+            return unquote_to_bytes(value)
+    return None
+
+
 _JSON = (b"content-type", b"application/json")
 
 
@@ -164,6 +175,8 @@ class ProxaiMiddleware:
         self.serve_models = serve_models
         self.max_json_depth = max_json_depth
         self.responses_websocket = responses_websocket
+        # Protocols whose URL names the model (Gemini): matched by their codec.
+        self.path_codecs = [get_codec(p) for p in PROTOCOLS if get_codec(p).model_in_path]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -178,6 +191,11 @@ class ProxaiMiddleware:
                 ex = Exchange(self, get_codec("openai_responses"), scope, receive, send)
                 await ex.run(lambda body: compaction.compact(ex, body))
                 return
+            for codec in self.path_codecs:
+                call = codec.path_call(path)
+                if call is not None:
+                    await self._path_addressed(codec, call, scope, receive, send)
+                    return
             if path in ("/v1/messages/count_tokens", "/messages/count_tokens"):
                 ex = Exchange(self, get_codec("anthropic_messages"), scope, receive, send)
                 await ex.run(lambda body: endpoints.count_tokens(ex, body))
@@ -186,9 +204,9 @@ class ProxaiMiddleware:
             path = scope["path"]
             if self.prefix:
                 path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
-            if path in ("/v1/models", "/models"):
+            if path in ("/v1/models", "/models", "/v1beta/models"):
                 body = await endpoints.list_models(
-                    self, scope.get("headers", []), scope.get("query_string", b"")
+                    self, scope.get("headers", []), scope.get("query_string", b""), path
                 )
                 headers = [_JSON, (b"content-length", str(len(body)).encode())]
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -210,6 +228,15 @@ class ProxaiMiddleware:
                 return
         await self.app(scope, receive, send)
 
+    async def _path_addressed(
+        self, codec: Codec, call: PathCall, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        ex = Exchange(self, codec, scope, receive, send, call)
+        if call.action == "count_tokens":
+            await ex.run(lambda body: endpoints.count_tokens_in_path(ex, body))
+        else:
+            await ex.run()
+
     def _lifespan_send(self, send: Send) -> Send:
         async def wrapped(message: Message) -> None:
             if message["type"] == "lifespan.shutdown.complete":
@@ -229,10 +256,18 @@ class Exchange:
     """One request through the middleware."""
 
     def __init__(
-        self, mw: ProxaiMiddleware, client: Codec, scope: Scope, receive: Receive, send: Send
+        self,
+        mw: ProxaiMiddleware,
+        client: Codec,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        call: PathCall | None = None,
     ) -> None:
         self.mw = mw
         self.client = client
+        self.call = call  # what the URL says, for a path-addressed client protocol
+        self.upstream_call: PathCall | None = None  # the (routed) model and stream upstream
         self.scope = scope
         self.receive = receive
         self._send = send
@@ -301,6 +336,7 @@ class Exchange:
         self.upstream = up = route.upstream
         self.model = model = route.model_rewrite or head.model or ""
         self.stream = bool(head.stream)
+        self.upstream_call = PathCall(model=model, stream=self.stream)
         if self.client.name == "openai_responses" and compaction.mentions(body):
             # Codex compaction: our compaction items expanded, a trigger answered here.
             rewritten = await compaction.serve(self, up, body)
@@ -308,8 +344,8 @@ class Exchange:
                 return
             body = rewritten
         if up.protocol == self.client.name:
-            if model != head.model:
-                body = rewrite_model(body, model)
+            if model != head.model and not self.client.model_in_path:
+                body = rewrite_model(body, model)  # a path-addressed model is in the URL
             if up.inner:
                 await self._inner_untouched(body)
             else:
@@ -318,6 +354,8 @@ class Exchange:
             await self._watching_disconnect(self._translate(up, body, model))
 
     def _head(self, body: bytes) -> RequestHead:
+        if self.call is not None:
+            return RequestHead(model=self.call.model, stream=self.call.stream)
         try:
             head = _head_decoder.decode(body)
         except msgspec.ValidationError as exc:
@@ -424,18 +462,30 @@ class Exchange:
         self, up: Upstream, body: bytes, *, passthrough: bool
     ) -> AbstractAsyncContextManager[UpstreamResponse]:
         headers = upstream_headers(
-            self.scope.get("headers", []),
+            self.client_headers(),
             up,
             self.client.name,
             passthrough=passthrough,
             stream=self.stream,
         )
         if up.inner:
-            return open_inner(self.mw.app, self.scope, up, headers, body)
+            return open_inner(self.mw.app, self.scope, up, headers, body, self.upstream_call)
+        url = up.url_for(self.upstream_call)
         lean = self.mw.lean
-        if lean is not None and lean.serves(up):
-            return lean.open(up, headers, body, raw=passthrough)
-        return self.mw.http.open(up, headers, body, raw=passthrough)
+        if lean is not None and lean.serves(up, url):
+            return lean.open(up, headers, body, raw=passthrough, url=url)
+        return self.mw.http.open(up, headers, body, raw=passthrough, url=url)
+
+    def client_headers(self) -> RawHeaders:
+        """The client's headers; a key a path-addressed client put in the query
+        (Gemini's ``?key=``) joins them as that protocol's key header, so it is handled
+        like any credential and never goes into an upstream URL."""
+        headers: RawHeaders = self.scope.get("headers", [])
+        if self.call is not None:
+            key = _query_key(self.scope.get("query_string", b""))
+            if key and not any(k == self.client.auth_header for k, _ in headers):
+                headers = [*headers, (self.client.auth_header, key)]
+        return headers
 
     async def _pump(
         self,
@@ -567,6 +617,7 @@ class Exchange:
         creq = self.client.decode_request(body, report)
         checks.check_request(creq, lossy=up.lossy)
         creq.model = model
+        creq.stream = self.stream  # the same as the body's, or what the URL says
         wrapped: frozenset[str] = frozenset()
         if self.client.name == "openai_responses" and not (
             target.supports_custom_tools

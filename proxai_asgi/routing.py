@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
+from urllib.parse import urlsplit
 
-from .codec import PROTOCOLS, ProtocolName, UpstreamOptions
+from .codec import PROTOCOLS, PathCall, ProtocolName, UpstreamOptions
 
 # The path each protocol is served on; also where an inner-app upstream is called.
 DEFAULT_PATHS: dict[ProtocolName, str] = {
@@ -67,19 +68,27 @@ class Upstream:
 
     @property
     def url(self) -> str:
-        """The full upstream URL. Only configuration builds it, never the request."""
+        """The full upstream URL of a body-addressed protocol. Only configuration
+        builds it, never the request."""
+        return self.url_for(None)
+
+    def url_for(self, call: PathCall | None) -> str:
+        """The upstream URL for a call; a path-addressed protocol (Gemini) puts the
+        (routed, rewritten) model and the stream flag in it."""
         from .protocols import get_codec
 
-        base = self.base_url or ""
-        path = get_codec(self.protocol).upstream_path
-        # Tolerate an Anthropic base_url given with its version (".../v1").
-        if path.startswith("/v1/") and base.endswith("/v1"):
-            base = base[:-3]
-        return base + path
+        return get_codec(self.protocol).upstream_url(self.base_url or "", call)
 
     @property
     def path(self) -> str:
-        return self.inner_path or DEFAULT_PATHS[self.protocol]
+        return self.path_for(None)[0]
+
+    def path_for(self, call: PathCall | None) -> tuple[str, bytes]:
+        """Path and query string an inner-app upstream is called on."""
+        if self.inner_path or self.protocol in DEFAULT_PATHS:
+            return self.inner_path or DEFAULT_PATHS[self.protocol], b""
+        parts = urlsplit(self.url_for(call))
+        return parts.path, parts.query.encode()
 
     def options(self) -> UpstreamOptions:
         return UpstreamOptions(

@@ -8,7 +8,7 @@ chunk followed by LF at the start of the next counts once).
 
 This runs once per upstream event on every translated stream, so it is written for
 speed (measured with ``bench/sansio.py``): a chunk that is exactly one frame, the usual
-shape of a network read, skips the line loop (a ``data:``-only frame is recognised
+shape of a network read, skips the line loop (a ``data:``-only frame, LF or CRLF, is recognised
 before the line split, an ``event:`` + ``data:`` frame right after it: each was the
 faster place for its shape); the line loop is inline with the pending frame in locals;
 the usual ``data: `` / ``event: `` spellings are tested before the general
@@ -58,6 +58,16 @@ class SSEDecoder:
             # line, with nothing pending: how Chat upstreams send each chunk, one frame
             # per read (~0.4 instead of ~0.55 us).
             return [SSEEvent(None, chunk[6:-2], self._id)]
+        end = len(chunk) - 4
+        if (
+            chunk[:6] == b"data: "
+            and chunk.find(b"\r") == end
+            and chunk[end:] == b"\r\n\r\n"
+            and chunk.find(b"\n") == end + 1
+            and not (self._buf or self._data or self._skip_lf or self._event is not None)
+        ):
+            # The same with CRLF line ends: how Gemini sends each chunk.
+            return [SSEEvent(None, chunk[6:end], self._id)]
         if self._skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_lf = False

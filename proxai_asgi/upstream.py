@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .codec import ProtocolName
+from .codec import PathCall, ProtocolName
 from .errors import ProxyError
 from .routing import Upstream
 
@@ -51,9 +51,17 @@ HOP_BY_HOP = frozenset(
         b"x-real-ip",
     }
 )
-CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"cookie"})
+CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key", b"cookie"})
+# Header families of the other protocols, not forwarded when translating to this one.
 _OPENAI_ONLY = (b"openai-", b"x-stainless-")
 _ANTHROPIC_ONLY = (b"anthropic-",)
+_GOOGLE_ONLY = (b"x-goog-",)
+_FOREIGN: dict[str, tuple[bytes, ...]] = {
+    "openai_chat_completions": _ANTHROPIC_ONLY + _GOOGLE_ONLY,
+    "openai_responses": _ANTHROPIC_ONLY + _GOOGLE_ONLY,
+    "anthropic_messages": _OPENAI_ONLY + _GOOGLE_ONLY,
+    "gemini_generate_content": _OPENAI_ONLY + _ANTHROPIC_ONLY,
+}
 ANTHROPIC_VERSION = b"2023-06-01"
 
 # Upstream response headers a translated answer keeps: what clients use to back off
@@ -76,7 +84,7 @@ def _connection_named(headers: RawHeaders) -> frozenset[bytes]:
 
 def _client_credential(headers: RawHeaders) -> bytes | None:
     for k, v in headers:
-        if k == b"x-api-key" or k == b"api-key":
+        if k == b"x-api-key" or k == b"api-key" or k == b"x-goog-api-key":
             return v
         if k == b"authorization":
             scheme, _, token = v.partition(b" ")
@@ -99,9 +107,12 @@ def upstream_headers(
     client's credential is forwarded, re-expressed in the upstream's scheme when the
     protocols differ. Headers of the other protocol family are not forwarded.
     """
+    from .protocols import get_codec
+
     target = upstream.protocol
     to_anthropic = target == "anthropic_messages"
-    foreign = _OPENAI_ONLY if to_anthropic else _ANTHROPIC_ONLY
+    foreign = _FOREIGN[target]
+    auth_header = get_codec(target).auth_header
     out: RawHeaders = []
     named = _connection_named(client_headers)
     for k, v in client_headers:
@@ -124,10 +135,10 @@ def upstream_headers(
         # Same protocol, no key of ours: the client's credential headers go as they are.
         out.extend((k, v) for k, v in client_headers if k in CREDENTIALS and k != b"cookie")
     elif credential:
-        if to_anthropic:
-            out.append((b"x-api-key", credential))
-        else:
+        if auth_header == b"authorization":
             out.append((b"authorization", b"Bearer " + credential))
+        else:
+            out.append((auth_header, credential))
     if to_anthropic and not any(k == b"anthropic-version" for k, _ in out):
         out.append((b"anthropic-version", ANTHROPIC_VERSION))
     if not passthrough:
@@ -240,15 +251,22 @@ class HttpTransport:
 
     @asynccontextmanager
     async def open(
-        self, upstream: Upstream, headers: RawHeaders, body: bytes, *, raw: bool
+        self,
+        upstream: Upstream,
+        headers: RawHeaders,
+        body: bytes,
+        *,
+        raw: bool,
+        url: str | None = None,
     ) -> AsyncIterator[UpstreamResponse]:
-        """Send the request; yields once headers arrived. ``raw`` keeps the body's
-        content-encoding (pass-through) instead of decoding it."""
+        """Send the request (to ``url``, default the upstream's); yields once headers
+        arrived. ``raw`` keeps the body's content-encoding (pass-through) instead of
+        decoding it."""
         import httpx
 
         timeout = httpx.Timeout(upstream.read_timeout, connect=upstream.connect_timeout)
         request = self.client.build_request(
-            "POST", upstream.url, content=body, headers=headers, timeout=timeout
+            "POST", url or upstream.url, content=body, headers=headers, timeout=timeout
         )
         try:
             response = await self.client.send(request, stream=True)
@@ -294,7 +312,12 @@ async def _guard(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 @asynccontextmanager
 async def open_inner(
-    app: ASGIApp, scope: Scope, upstream: Upstream, headers: RawHeaders, body: bytes
+    app: ASGIApp,
+    scope: Scope,
+    upstream: Upstream,
+    headers: RawHeaders,
+    body: bytes,
+    call: PathCall | None = None,
 ) -> AsyncIterator[UpstreamResponse]:
     """Call the wrapped ASGI app as the upstream, with no network hop.
 
@@ -302,12 +325,12 @@ async def open_inner(
     reads like an HTTP body, chunk by chunk as the app sends them. Leaving the context
     cancels the app (which is how a client disconnect reaches it).
     """
-    path = upstream.path
+    path, query = upstream.path_for(call)
     inner_scope = dict(scope)
     inner_scope.update(
         path=path,
         raw_path=path.encode(),
-        query_string=b"",
+        query_string=query,
         method="POST",
         headers=[*headers, (b"content-length", str(len(body)).encode())],
     )

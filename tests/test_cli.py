@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import types as genai_types
 
 from proxai_asgi import config as cfg
 from proxai_asgi.cli import build_app, build_parser
@@ -37,11 +40,20 @@ def test_help_explains_the_flags_and_the_demo() -> None:
 
 
 @pytest.mark.parametrize(
-    "demo", ["openai_chat_completions", "openai_responses", "anthropic_messages"]
+    "demo",
+    [
+        "openai_chat_completions",
+        "openai_responses",
+        "anthropic_messages",
+        "gemini_generate_content",
+    ],
 )
-def test_demo_proxy_answers_all_three_sdks_offline(demo: str) -> None:
+def test_demo_proxy_answers_all_four_sdks_offline(demo: str) -> None:
     app, _ = app_from(["--demo-protocol", demo])
     with serve(app) as base:
+        g = genai.Client(api_key="none", http_options=genai_types.HttpOptions(base_url=base))
+        streamed = g.models.generate_content_stream(model="demo", contents="hey there")
+        assert "".join(r.text or "" for r in streamed) == "You said: hey there"
         o = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
         chat = o.chat.completions.create(
             model="demo", messages=[{"role": "user", "content": "hello"}]
@@ -186,3 +198,17 @@ def test_missing_key_variable_is_a_start_up_error(tmp_path: Path) -> None:
     )
     with pytest.raises(cfg.ConfigError, match="NOPE"):
         app_from(["--config", str(path)])
+
+
+def test_access_log_lines_never_show_a_query_key() -> None:
+    from proxai_asgi.cli import RedactQueryKeys
+
+    line = '%s - "%s %s HTTP/%s" %d'
+    path = "/v1beta/models/m:streamGenerateContent?key=AIzaSECRET&alt=sse"
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, "", 0, line, ("127.0.0.1:5", "POST", path, "1.1", 200), None
+    )
+    assert RedactQueryKeys().filter(record)
+    message = record.getMessage()
+    assert "AIzaSECRET" not in message
+    assert "?key=[redacted]&alt=sse" in message

@@ -1,4 +1,4 @@
-"""All six translated directions, sans-IO, over every real capture.
+"""All twelve translated directions, sans-IO, over every real capture.
 
 - a translated stream passes the client protocol's strict grammar validator;
 - it is byte-identical whatever the upstream's chunk boundaries;
@@ -25,17 +25,20 @@ from proxai_asgi.sse import SSEDecoder
 from tests.helpers.captures import capture_names, load, request_body, response_body
 from tests.helpers.validate_anthropic import validate_anthropic_stream
 from tests.helpers.validate_chat import validate_chat_stream
+from tests.helpers.validate_gemini import validate_gemini_response, validate_gemini_stream
 from tests.helpers.validate_responses import validate_responses_stream
 
 PROTOCOLS: list[ProtocolName] = [
     "openai_chat_completions",
     "openai_responses",
     "anthropic_messages",
+    "gemini_generate_content",
 ]
 PREFIX = {
     "chat": "openai_chat_completions",
     "responses": "openai_responses",
     "anthropic": "anthropic_messages",
+    "gemini": "gemini_generate_content",
 }
 
 
@@ -93,6 +96,10 @@ def without_clock(body: bytes) -> bytes:
 
 def validate(client: ProtocolName, body: bytes) -> dict[str, Any]:
     """Validate a client stream; return its gist as the client would fold it."""
+    if client == "gemini_generate_content":
+        g = validate_gemini_stream(body)
+        assert g.error is None, g.error
+        return g.gist
     if client == "anthropic_messages":
         a = validate_anthropic_stream(body)
         assert a.message is not None and a.error is None
@@ -140,6 +147,8 @@ def responses_gist(resp: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_gist(client: ProtocolName, body: bytes) -> dict[str, Any]:
+    if client == "gemini_generate_content":
+        return validate_gemini_response(body)
     d = json.loads(body)
     if client == "anthropic_messages":
         return {
@@ -419,6 +428,8 @@ def test_capture_request_becomes_a_valid_upstream_request_with_the_same_conversa
     report = TranslationReport(lossy=False)
     try:
         creq = source.decode_request(request_body(name), report)
+        if source.name == "gemini_generate_content":
+            creq.model = _url_model(load(name)["request"]["url"])
         body = upstream.encode_request(creq, report, UpstreamOptions())
     except Exception as exc:  # pragma: no cover - the message says why
         pytest.fail(f"{name} -> {target}: {exc}")
@@ -429,4 +440,22 @@ def test_capture_request_becomes_a_valid_upstream_request_with_the_same_conversa
     assert "\n\n".join(got_system) == "\n\n".join(want_system)
     assert got_turns == want_turns
     assert got_tools == want_tools
-    assert msgspec.json.decode(body)["model"] == load(name)["request"]["body"]["model"]
+    want_model = (
+        _url_model(load(name)["request"]["url"])
+        if source.name == "gemini_generate_content"
+        else load(name)["request"]["body"]["model"]
+    )
+    if target != "gemini_generate_content":  # Gemini has the model in its URL
+        assert msgspec.json.decode(body)["model"] == want_model
+
+
+def _url_model(url: str) -> str:
+    return url.split("/models/", 1)[1].split(":", 1)[0]
+
+
+def test_a_gemini_client_request_takes_its_model_from_the_caller() -> None:
+    body = request_body("gemini_json_text_basic")
+    creq = get_codec("gemini_generate_content").decode_request(
+        body, TranslationReport(), "gemini-2.5-flash", True
+    )
+    assert (creq.model, creq.stream) == ("gemini-2.5-flash", True)

@@ -88,3 +88,23 @@ def test_sse_encoder_round_trips() -> None:
 def test_sse_decoder_never_raises_and_split_does_not_matter(chunks: list[bytes]) -> None:
     joined = b"".join(chunks)
     assert decode_all(chunks) == decode_all([joined])
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b'data: {"a":1}\r\n\r\n', b'data: {"b":2}\r\n\r\n'],
+        [b'data: {"a":1}\r\n\r\n', b"data: x\r\n", b"\r\n"],
+        [b"data: x\r", b"\n\r\ndata: y\r\n\r\n"],
+        [b"data: a\r\ndata: b\r\n\r\n"],
+        [b"id: 7\r\n\r\n", b"data: q\r\n\r\n"],
+    ],
+)
+def test_crlf_single_frames_decode_as_the_line_loop_does(chunks: list[bytes]) -> None:
+    """Gemini's frames end in CRLF CRLF; the one-frame shortcut agrees with the general
+    line loop, which sees the same bytes a byte at a time."""
+    fast = SSEDecoder()
+    got = [e for ch in chunks for e in fast.decode(ch)] + fast.flush()
+    slow = SSEDecoder()
+    want = [e for ch in chunks for b in ch for e in slow.decode(bytes([b]))] + slow.flush()
+    assert got == want and got

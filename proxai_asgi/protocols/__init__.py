@@ -12,6 +12,7 @@ _MODULES: dict[str, str] = {
     "openai_chat_completions": "openai_chat",
     "openai_responses": "openai_responses",
     "anthropic_messages": "anthropic_messages",
+    "gemini_generate_content": "gemini_generate_content",
 }
 _CACHE: dict[str, Codec] = {}
 

@@ -67,8 +67,8 @@ class Stack:
                 )
             else:
                 base = self.upstream_http()
-                if protocol != "anthropic_messages":
-                    base += "/v1"
+                if protocol in ("openai_chat_completions", "openai_responses"):
+                    base += "/v1"  # as the OpenAI SDKs take it; Anthropic and Google: none
                 up = Upstream(protocol, base, api_key, **options)
                 # The lean HTTP/1.1 pool unless a test asks for httpx: the fault
                 # matrix and the direct-construction tests cover httpx.

@@ -1,4 +1,4 @@
-"""The real Claude Code and Codex CLIs through the middleware, offline.
+"""The real Claude Code, Codex and Gemini CLIs through the middleware, offline.
 
 Each test runs one CLI as a subprocess against the middleware (uvicorn on 127.0.0.1),
 in front of a scripted fake model speaking another protocol (tests/helpers/
@@ -50,6 +50,7 @@ PATCH = f"*** Begin Patch\n*** Add File: patched.txt\n+{PATCH_MARKER}\n*** End P
 CHAT: ProtocolName = "openai_chat_completions"
 RESPONSES: ProtocolName = "openai_responses"
 ANTHROPIC: ProtocolName = "anthropic_messages"
+GEMINI: ProtocolName = "gemini_generate_content"
 
 
 def cli(name: str) -> str:
@@ -94,7 +95,8 @@ def middleware_for(
             yield url, recorder
         return
     with serve(model) as upstream_url:
-        base = upstream_url if model.protocol == ANTHROPIC else upstream_url + "/v1"
+        # Anthropic and Google base URLs carry no version; OpenAI's do.
+        base = upstream_url if model.protocol in (ANTHROPIC, GEMINI) else upstream_url + "/v1"
         upstream = Upstream(model.protocol, base, "sk-upstream-key")
         recorder = Recorder(ProxaiMiddleware(_not_found, upstream=upstream, **options))
         with serve(recorder, websockets=websockets) as url:
@@ -234,6 +236,33 @@ enabled = false
     return run_cli(argv, env, work)
 
 
+def run_gemini(url: str, tmp_path: Path) -> Run:
+    """Gemini CLI, headless, with an API key and the base URL of the middleware
+    (DESIGN.md: what the real clients send)."""
+    home, work = workdirs(tmp_path)
+    settings = home / ".gemini"
+    settings.mkdir()
+    (settings / "settings.json").write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            }
+        )
+    )
+    env = base_env(home) | {
+        "GEMINI_API_KEY": "dummy",
+        "GOOGLE_GEMINI_BASE_URL": url,
+        "GOOGLE_GENAI_API_VERSION": "v1beta",
+        "GEMINI_CLI_NO_RELAUNCH": "true",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+    argv = [cli("gemini"), "-m", "gemini-2.5-pro", "--yolo", "-o", "json"]
+    argv += ["-p", "Print the e2e marker with the shell tool, then tell me what it printed."]
+    return run_cli(argv, env, work)
+
+
 # ----------------------------------------------------------------- checking
 
 
@@ -256,11 +285,26 @@ def claude_result(run: Run, recorder: Recorder, model: ScriptedModel) -> dict[st
     return result
 
 
+def gemini_result(run: Run, recorder: Recorder, model: ScriptedModel) -> dict[str, Any]:
+    why = explain(run, recorder, model)
+    assert run.returncode == 0, why
+    result: dict[str, Any] = json.loads(run.stdout[run.stdout.index("{") :])
+    # Gemini CLI wraps a command's output ("Output: <stdout>" and its process group)
+    answer = result["response"]
+    assert answer.startswith(FINAL_PREFIX) and f"Output: {MARKER}" in answer, why
+    assert (run.work / "ran.txt").read_text().strip() == MARKER, why
+    assert not model.problems, why
+    return result
+
+
 def llm_calls(recorder: Recorder) -> list[Recorded]:
     return [
         r
         for r in recorder.seen
-        if r.method == "POST" and r.path.endswith(("/messages", "/responses"))
+        if r.method == "POST"
+        and r.path.endswith(
+            ("/messages", "/responses", ":streamGenerateContent", ":generateContent")
+        )
     ]
 
 
@@ -294,6 +338,8 @@ def codex_events(run: Run, recorder: Recorder, model: ScriptedModel) -> list[dic
 # (upstream protocol, transport, reasoning). The same-protocol case is the control:
 # pass-through, so a failure there is the scripted model's, not a translator's.
 CLAUDE_CASES = [
+    pytest.param(GEMINI, "http", True, id="gemini-http-reasoning"),
+    pytest.param(GEMINI, "inner", False, id="gemini-inner"),
     pytest.param(CHAT, "http", False, id="chat-http"),
     pytest.param(RESPONSES, "http", False, id="responses-http"),
     pytest.param(CHAT, "inner", True, id="chat-inner-reasoning"),
@@ -301,6 +347,8 @@ CLAUDE_CASES = [
     pytest.param(ANTHROPIC, "http", True, id="anthropic-passthrough-reasoning"),
 ]
 CODEX_CASES = [
+    pytest.param(GEMINI, "http", True, id="gemini-http-reasoning"),
+    pytest.param(GEMINI, "inner", False, id="gemini-inner"),
     pytest.param(ANTHROPIC, "http", False, id="anthropic-http"),
     pytest.param(CHAT, "http", False, id="chat-http"),
     pytest.param(ANTHROPIC, "inner", True, id="anthropic-inner-reasoning"),
@@ -332,6 +380,29 @@ def test_codex_patches_and_runs_a_command_through_the_middleware(
         run = run_codex(url, tmp_path)
     codex_events(run, recorder, model)
     assert len(llm_calls(recorder)) == 3, explain(run, recorder, model)
+
+
+GEMINI_CASES = [
+    pytest.param(CHAT, "http", False, id="chat-http"),
+    pytest.param(ANTHROPIC, "http", True, id="anthropic-http-reasoning"),
+    pytest.param(CHAT, "inner", True, id="chat-inner-reasoning"),
+    pytest.param(ANTHROPIC, "inner", False, id="anthropic-inner"),
+    pytest.param(RESPONSES, "http", True, id="responses-http-reasoning"),
+    pytest.param(GEMINI, "http", True, id="gemini-passthrough-reasoning"),
+]
+
+
+@pytest.mark.parametrize(("upstream", "transport", "reasoning"), GEMINI_CASES)
+def test_gemini_cli_runs_a_shell_command_through_the_middleware(
+    tmp_path: Path, upstream: ProtocolName, transport: str, reasoning: bool
+) -> None:
+    model = ScriptedModel(upstream, COMMAND, reasoning=reasoning)
+    with middleware_for(model, transport) as (url, recorder):
+        run = run_gemini(url, tmp_path)
+    gemini_result(run, recorder, model)
+    calls = llm_calls(recorder)
+    assert len(calls) >= 2, explain(run, recorder, model)  # the tool call, then the answer
+    assert all(r.path.startswith("/v1beta/models/") for r in calls)
 
 
 def test_claude_code_loads_a_deferred_tool_through_chat(tmp_path: Path) -> None:

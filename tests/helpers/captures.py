@@ -73,7 +73,7 @@ MANIFEST: tuple[str, ...] = (
 )
 # Name prefixes of the protocols whose codecs are registered: ``capture_names()``
 # without a prefix lists only these (``capture_names("gemini_")`` lists the Gemini ones).
-PROTOCOL_PREFIXES: tuple[str, ...] = ("anthropic_", "chat_", "responses_")
+PROTOCOL_PREFIXES: tuple[str, ...] = ("anthropic_", "chat_", "responses_", "gemini_")
 
 # Node ids of the tests that read a recording, and of those skipped for lack of one
 # (reported by tests/conftest.py at the end of the run).

@@ -135,6 +135,9 @@ def from_capture(name: str) -> Gist:
             + (usage.get("cache_creation_input_tokens") or 0)
         )
         g.output_tokens = usage.get("output_tokens")
+    elif api.startswith("google"):
+        frames = [d for _, d in _sse_data(body)] if stream else [json.loads(body)]
+        g = from_gemini_json(frames)
     else:  # openai.responses
         if stream:
             final = [
@@ -167,7 +170,68 @@ def from_capture(name: str) -> Gist:
     return g
 
 
+_GEMINI_STOP = {"STOP": "done", "MAX_TOKENS": "truncated"}
+
+
+def from_gemini_json(frames: list[dict[str, Any]]) -> Gist:
+    """Gemini answers (one JSON body, or a stream's frames) folded."""
+    g = Gist()
+    finish = None
+    usage: dict[str, Any] = {}
+    blocked = False
+    for d in frames:
+        usage = d.get("usageMetadata") or usage
+        blocked = blocked or bool((d.get("promptFeedback") or {}).get("blockReason"))
+        for cand in d.get("candidates") or []:
+            for p in (cand.get("content") or {}).get("parts") or []:
+                if "functionCall" in p:
+                    g.calls.append((p["functionCall"]["name"], p["functionCall"].get("args") or {}))
+                elif "text" in p and not p.get("thought"):
+                    g.text += p["text"]
+            finish = cand.get("finishReason") or finish
+    _gemini_stop(g, finish, blocked)
+    g.input_tokens = usage.get("promptTokenCount")
+    g.output_tokens = (usage.get("candidatesTokenCount") or 0) + (
+        usage.get("thoughtsTokenCount") or 0
+    )
+    return g
+
+
+def _gemini_stop(g: Gist, finish: str | None, blocked: bool) -> None:
+    if blocked or (finish is not None and finish not in _GEMINI_STOP):
+        g.stop = "refused"
+        g.refusal, g.text = g.text, ""
+    else:
+        g.stop = _GEMINI_STOP.get(finish or "STOP", "done")
+        if g.stop == "done" and g.calls:
+            g.stop = "tools"
+
+
 # ---------------------------------------------------------------- SDK results
+
+
+def from_gemini(responses: list[Any]) -> Gist:
+    """What the google-genai SDK returned: one response, or a stream's chunks."""
+    g = Gist()
+    finish = None
+    usage = None
+    blocked = False
+    for r in responses:
+        usage = r.usage_metadata or usage
+        blocked = blocked or bool(r.prompt_feedback and r.prompt_feedback.block_reason)
+        for cand in r.candidates or []:
+            for p in (cand.content.parts if cand.content else None) or []:
+                if p.function_call is not None:
+                    g.calls.append((p.function_call.name, dict(p.function_call.args or {})))
+                elif p.text is not None and not p.thought:
+                    g.text += p.text
+            if cand.finish_reason is not None:
+                finish = cand.finish_reason.value
+    _gemini_stop(g, finish, blocked)
+    if usage is not None:
+        g.input_tokens = usage.prompt_token_count
+        g.output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+    return g
 
 
 def from_chat(completion: Any) -> Gist:
@@ -211,7 +275,9 @@ def from_responses(response: Any) -> Gist:
                     g.refusal += part.refusal
         elif item.type == "function_call":
             g.calls.append((item.name, _args(item.arguments)))
-    if g.refusal or response.status == "failed":
+    details = getattr(response, "incomplete_details", None)
+    filtered = details is not None and details.reason == "content_filter"
+    if g.refusal or response.status == "failed" or filtered:
         g.stop = "refused"
         if not g.refusal:
             g.refusal, g.text = g.text, ""

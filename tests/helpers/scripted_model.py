@@ -25,6 +25,7 @@ test-side logging of the CLI <-> middleware traffic.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -35,6 +36,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
+from proxai_asgi.protocols.gemini_generate_content import signatures as gemini_signatures
 from proxai_asgi.routing import DEFAULT_PATHS
 from proxai_asgi.upstream import Receive, Scope, Send
 
@@ -50,6 +52,7 @@ def shell_arguments(tool: c.Tool, command: str) -> str | None:
     - Claude Code ``Bash``: ``{"command": str, "description": str}``
     - Codex ``exec_command`` (unified exec, Codex 0.169): ``{"cmd": str, ...}``
     - older Codex ``shell``: ``{"command": [argv...]}``; ``shell_command``: ``{"command": str}``
+    - Gemini CLI ``run_shell_command``: ``{"command": str, "description": str}``
     """
     if tool.kind != "function":
         return None
@@ -61,6 +64,8 @@ def shell_arguments(tool: c.Tool, command: str) -> str | None:
         return json.dumps({"command": ["bash", "-lc", command]})
     if tool.name == "shell_command":
         return json.dumps({"command": command})
+    if tool.name == "run_shell_command":
+        return json.dumps({"command": command, "description": "Print the e2e marker"})
     return None
 
 
@@ -125,6 +130,10 @@ class ScriptedModel:
             content = [c.Text(text="Running the command."), call]
             if self.reasoning:
                 content.insert(0, self._reasoning(n))
+                if self.protocol == "gemini_generate_content":
+                    # Gemini 3 signs the function call part itself
+                    sig = base64.b64encode(f"gemini-sig-scripted-{n:04d}".encode()).decode()
+                    content.insert(2, c.Reasoning(signature=gemini_signatures.pack(sig)))
             stop = "tool_use"
         elif results:
             content = [c.Text(text=FINAL_PREFIX + _text_of(results[-1].content).strip())]
@@ -168,6 +177,8 @@ class ScriptedModel:
                 encrypted_content=f"enc-scripted-{n:04d}",
                 item_id=f"rs_scripted{n:04d}",
             )
+        if self.protocol == "gemini_generate_content":
+            return c.Reasoning(text=text, summary=True)  # a thought summary, unsigned
         return c.Reasoning(text=text)
 
     def _check_replay(self, request: c.Request) -> None:
@@ -193,6 +204,12 @@ class ScriptedModel:
             elif self.protocol == "openai_responses":
                 ok = any(r.encrypted_content == want.encrypted_content for r in replayed)
                 what = f"reasoning encrypted_content {want.encrypted_content!r}"
+            elif self.protocol == "gemini_generate_content":
+                sig = gemini_signatures.gemini_signature(want)
+                if sig is None:
+                    continue  # thought summaries are not replayed; signatures are
+                ok = any(gemini_signatures.gemini_signature(r) == sig for r in replayed)
+                what = f"thoughtSignature {sig!r}"
             else:
                 continue  # Chat has no carrier to replay
             if not ok:
@@ -231,7 +248,10 @@ class ScriptedModel:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        if scope["method"] != "POST" or scope["path"] != DEFAULT_PATHS[self.protocol]:
+        call = codec.path_call(scope["path"])  # a model named in the URL (Gemini)
+        if scope["method"] != "POST" or (
+            call is None and scope["path"] != DEFAULT_PATHS.get(self.protocol)
+        ):
             err = ProxyError(404, f"scripted model: no route {scope['path']}", kind="not_found")
             await reply(404, _JSON_CT, [codec.encode_error(err)])
             return
@@ -249,6 +269,8 @@ class ScriptedModel:
         except ProxyError as err:
             await reply(err.status, _JSON_CT, [codec.encode_error(err)])
             return
+        if call is not None:
+            request.model, request.stream = call.model, call.stream
         ex.decoded = request
         response = ex.answer = self.answer(request, n)
         if not request.stream:

@@ -65,16 +65,18 @@ class Reply:
 
 
 def sse_frames(body: bytes) -> list[bytes]:
-    """An SSE body cut after every frame, so the upstream streams event by event."""
+    """An SSE body cut after every frame, so the upstream streams event by event (frames
+    end with a blank line: LF LF, or CRLF CRLF as Gemini writes them)."""
+    sep = b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n"
     out: list[bytes] = []
     rest = body
     while rest:
-        i = rest.find(b"\n\n")
+        i = rest.find(sep)
         if i < 0:
             out.append(rest)
             break
-        out.append(rest[: i + 2])
-        rest = rest[i + 2 :]
+        out.append(rest[: i + len(sep)])
+        rest = rest[i + len(sep) :]
     return out
 
 

@@ -29,6 +29,12 @@ def error_problem(protocol: str, body: Any) -> str | None:
             return f"not an Anthropic error: {body!r:.200}"
         if err.get("type") not in ANTHROPIC_ERROR_TYPES:
             return f"unknown Anthropic error type {err.get('type')!r}"
+    elif protocol == "gemini_generate_content":
+        err = body.get("error")
+        if not isinstance(err, dict) or set(err) != {"code", "message", "status"}:
+            return f"not a Google error with code, message and status: {body!r:.200}"
+        if not isinstance(err["code"], int) or not str(err["status"]).isupper():
+            return f"Google error code or status malformed: {err!r:.200}"
     else:
         err = body.get("error")
         if not isinstance(err, dict) or set(err) != {"message", "type", "param", "code"}:

@@ -1,4 +1,4 @@
-"""A corpus of malformed and hostile requests for the three client protocols.
+"""A corpus of malformed and hostile requests for the four client protocols.
 
 Every case is a request the real API behind that client protocol rejects (or a body
 the proxy must refuse on its own: over the size limit, nested past the JSON limit), so
@@ -30,8 +30,15 @@ from typing import Any
 CHAT = "openai_chat_completions"
 RESPONSES = "openai_responses"
 ANTHROPIC = "anthropic_messages"
-PROTOCOLS = (CHAT, RESPONSES, ANTHROPIC)
-PATH = {CHAT: "/v1/chat/completions", RESPONSES: "/v1/responses", ANTHROPIC: "/v1/messages"}
+GEMINI = "gemini_generate_content"
+PROTOCOLS = (CHAT, RESPONSES, ANTHROPIC)  # the fault matrix's
+CLIENTS = (*PROTOCOLS, GEMINI)  # the bad-input corpus's
+PATH = {
+    CHAT: "/v1/chat/completions",
+    RESPONSES: "/v1/responses",
+    ANTHROPIC: "/v1/messages",
+    GEMINI: "/v1beta/models/m:generateContent",
+}
 JSON_CT = "application/json"
 
 DELETE = object()  # a mutation that removes the key
@@ -59,6 +66,8 @@ def base(client: str) -> dict[str, Any]:
         return {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     if client == RESPONSES:
         return {"model": "m", "input": [{"role": "user", "content": "hi"}]}
+    if client == GEMINI:  # the model is in the URL
+        return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
     return {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -169,6 +178,8 @@ def _raw_cases(client: str, limit: int) -> Iterator[Case]:
     unclosed = b"[" * 100_000
     yield Case(client, "nested-unclosed", valid[:-1] + b',"x":' + unclosed, (*deep, *json_words))
 
+    if client == GEMINI:
+        return  # its model is in the URL; its settings are in generationConfig (below)
     # The model field: the one thing every protocol routes on.
     m = ("model",)
     yield Case(client, "model-missing", _dump(_set(base(client), ("model",), DELETE)), m)
@@ -206,6 +217,8 @@ def _raw_cases(client: str, limit: int) -> Iterator[Case]:
 
 
 def _first_text_path(client: str) -> tuple[Any, ...]:
+    if client == GEMINI:
+        return ("contents", 0, "parts", 0, "text")
     return ("input", 0, "content") if client == RESPONSES else ("messages", 0, "content")
 
 
@@ -762,14 +775,113 @@ def _anthropic_cases() -> Iterator[Case]:
         yield case(f"tools-{label}", ("tools",), value, tools)
 
 
+def _gemini_cases() -> Iterator[Case]:
+    b = base(GEMINI)
+    call = {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]}
+    answer = {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}
+
+    def case(
+        name: str, path: tuple[Any, ...], value: Any, needles: tuple[str, ...], **kw: Any
+    ) -> Case:
+        return Case(GEMINI, name, _dump(_set(kw.get("doc") or b, path, value)), needles)
+
+    contents = ("contents",)
+    yield case("contents-missing", contents, DELETE, contents)
+    yield case("contents-empty", contents, [], contents)
+    for label, value in [("string", "hi"), ("object", {}), ("int", 1), ("null", None)]:
+        yield case(f"contents-{label}", contents, value, contents)
+    for label, value in [("string", "hi"), ("int", 1), ("list", [])]:
+        yield case(f"content-{label}", ("contents", 0), value, contents)
+    for label, value in [("unknown", "assistant"), ("system", "system"), ("int", 1)]:
+        yield case(f"role-{label}", ("contents", 0, "role"), value, ("role",))
+    for label, value in [("string", "hi"), ("object", {}), ("int", 1)]:
+        yield case(f"parts-{label}", ("contents", 0, "parts"), value, ("parts",))
+    for label, value in [("int", 1), ("list", ["hi"]), ("object", {"t": 1})]:
+        yield case(f"text-{label}", ("contents", 0, "parts", 0, "text"), value, ("text",))
+    part = ("contents", 0, "parts", 0)
+    yield case(
+        "inline-data-int", part, {"inlineData": {"mimeType": "image/png", "data": 1}}, ("data",)
+    )
+    yield case(
+        "function-call-args-string", part, {"functionCall": {"name": "f", "args": "{}"}}, ("args",)
+    )
+    yield case(
+        "function-call-in-user-turn",
+        part,
+        {"functionCall": {"name": "f", "args": {}}},
+        ("functioncall",),
+    )
+    with_call = {"contents": [b["contents"][0], call, answer]}
+    yield case(
+        "function-response-in-model-turn",
+        ("contents", 1, "parts", 0),
+        {"functionResponse": {"name": "f", "response": {}}},
+        ("functionresponse",),
+        doc=with_call,
+    )
+    yield case(
+        "function-response-answers-no-call",
+        ("contents", 2, "parts", 0, "functionResponse", "id"),
+        "call_nowhere",
+        ("call_nowhere", "tool"),
+        doc=with_call,
+    )
+    system = ("systemInstruction",)
+    yield case("system-string", system, "be brief", ("systeminstruction",))
+    yield case(
+        "system-function-call",
+        system,
+        {"parts": [{"functionCall": {"name": "f"}}]},
+        ("systeminstruction", "text"),
+    )
+    tools = ("tools",)
+    for label, value in [
+        ("string", "x"),
+        ("object", {"functionDeclarations": []}),
+        ("declarations-string", [{"functionDeclarations": "f"}]),
+        ("name-missing", [{"functionDeclarations": [{"description": "d"}]}]),
+        ("name-int", [{"functionDeclarations": [{"name": 1}]}]),
+        ("parameters-string", [{"functionDeclarations": [{"name": "f", "parameters": "object"}]}]),
+    ]:
+        yield case(
+            f"tools-{label}", tools, value, ("tools", "functiondeclarations", "name", "parameters")
+        )
+    mode = ("toolConfig",)
+    yield case(
+        "tool-config-mode-unknown",
+        mode,
+        {"functionCallingConfig": {"mode": "SOMETIMES"}},
+        ("mode",),
+    )
+    yield case("tool-config-mode-int", mode, {"functionCallingConfig": {"mode": 1}}, ("mode",))
+    gen = ("generationConfig",)
+    for label, value, needle in [
+        ("string", "x", "generationconfig"),
+        ("max-output-string", {"maxOutputTokens": "16"}, "maxoutputtokens"),
+        ("temperature-string", {"temperature": "hot"}, "temperature"),
+        ("stop-string", {"stopSequences": "END"}, "stopsequences"),
+        ("candidate-count-2", {"candidateCount": 2}, "candidatecount"),
+        ("modalities-image", {"responseModalities": ["IMAGE"]}, "responsemodalities"),
+        (
+            "thinking-budget-string",
+            {"thinkingConfig": {"thinkingBudget": "lots"}},
+            "thinkingbudget",
+        ),
+    ]:
+        yield case(f"generation-config-{label}", gen, value, (needle,))
+    yield case("cached-content", ("cachedContent",), "cachedContents/abc", ("cachedcontent",))
+    yield case("safety-settings-string", ("safetySettings",), "none", ("safetysettings",))
+
+
 def generate(limit: int) -> list[Case]:
     """The whole corpus for a proxy with ``max_body_size=limit``."""
     out: list[Case] = []
-    for client in PROTOCOLS:
+    for client in CLIENTS:
         out.extend(_raw_cases(client, limit))
     out.extend(_chat_cases())
     out.extend(_responses_cases())
     out.extend(_anthropic_cases())
+    out.extend(_gemini_cases())
     ids = [c.id for c in out]
     dupes = {i for i in ids if ids.count(i) > 1}
     assert not dupes, f"duplicate case ids: {dupes}"
@@ -778,6 +890,6 @@ def generate(limit: int) -> list[Case]:
 
 if __name__ == "__main__":
     corpus = generate(1 << 20)
-    for p in PROTOCOLS:
+    for p in CLIENTS:
         print(p, sum(1 for c in corpus if c.client == p))
     print("total", len(corpus))

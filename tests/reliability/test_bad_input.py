@@ -33,11 +33,11 @@ from proxai_asgi import ProxaiMiddleware, Upstream
 from tests.helpers.servers import FakeUpstream, Reply, serve
 
 from ._shapes import error_problem
-from .corpus import PATH, PROTOCOLS, Case, generate
+from .corpus import CLIENTS, PATH, Case, generate
 
 LIMIT = 1 << 20  # the proxies' max_body_size
 CORPUS = generate(LIMIT)
-PAIRS = [(c, u) for c, u in itertools.product(PROTOCOLS, PROTOCOLS) if c != u]
+PAIRS = [(c, u) for c, u in itertools.product(CLIENTS, CLIENTS) if c != u]
 TOTALS: dict[tuple[str, str], int] = {}
 
 
@@ -54,7 +54,8 @@ def servers() -> Iterator[tuple[FakeUpstream, dict[tuple[str, str], str]]]:
         up = es.enter_context(serve(fake))
         proxies = {}
         for client, target in PAIRS:
-            base = up if target == "anthropic_messages" else up + "/v1"
+            versioned = target in ("openai_chat_completions", "openai_responses")
+            base = up + "/v1" if versioned else up
             upstream = Upstream(target, base, "sk-upstream")  # type: ignore[arg-type]
             app = ProxaiMiddleware(_inner, upstream=upstream, max_body_size=LIMIT)
             proxies[client, target] = es.enter_context(serve(app))
@@ -95,7 +96,7 @@ def _problem(case: Case, r: httpx.Response, called: bool) -> str | None:
 
 
 def test_the_corpus_is_large_and_covers_every_client_protocol() -> None:
-    counts = {p: sum(1 for c in CORPUS if c.client == p) for p in PROTOCOLS}
+    counts = {p: sum(1 for c in CORPUS if c.client == p) for p in CLIENTS}
     assert len(CORPUS) >= 200 and min(counts.values()) >= 60, counts
 
 

@@ -1,18 +1,21 @@
-"""Upstream faults, each x the three client protocols x stream and non-stream.
+"""Upstream faults, each x the four client protocols x stream and non-stream.
 
-Every fault runs through all six translated directions, and the faults where
+Every fault runs through all twelve translated directions (but a stall inside tool
+arguments toward Gemini, which sends each call whole), and the faults where
 pass-through has something to decide (reaching the upstream, timeouts, a stream that
-breaks, an error status) through the three pass-through pairs too. Every case must end
+breaks, an error status) through the four pass-through pairs too. Every case must end
 with the client protocol's own error, within the configured timeout plus slack:
 
 - before the response started: the HTTP status (502 unreachable, 504 timeouts, the
   upstream's own status for its errors) with a body in the client's error shape;
 - after a stream started: the client protocol's terminal error (Anthropic ``event:
   error``; Responses ``error`` then ``response.failed``; Chat an error chunk then
-  ``[DONE]``), checked by the strict stream validators.
+  ``[DONE]``; Gemini a ``data: {"error": ...}`` frame), checked by the strict stream
+  validators.
 
 The upstream is a raw asyncio server (``_raw.RawServer``) that picks its misbehaviour
-from the request's model, so the whole matrix runs concurrently.
+from the request's model (in the body, or in a Gemini URL), so the whole matrix runs
+concurrently.
 "Connect timeout" is real on loopback: a listening socket with ``listen(0)`` whose one
 accept-queue slot is taken, so the kernel drops further SYNs and connects hang.
 
@@ -21,15 +24,15 @@ server's own, no active or pending connection in the proxies' pools, and every
 upstream connection closed. The whole module runs twice: upstream requests through
 httpx, and through the lean HTTP/1.1 pool (``lean_http=True``).
 
-Client disconnect: for all nine pairs, streamed and not, the client's socket is closed
+Client disconnect: for all sixteen pairs, streamed and not, the client's socket is closed
 while the upstream is mid-answer; the time from the client's close to the upstream
 seeing its connection closed is measured.
 
-Last runs: 222 cases (15 faults x 6 translated directions x stream / non-stream, plus
-the pass-through pairs for 8 of the faults) in about 2.5 s wall, all at once (timeouts:
-connect 1.0 s, read 1.2 s, stream idle 0.6 s, tool stall 0.25 s; slack 2 s). Client
-disconnect, 18 measurements (9 pairs x stream / non-stream): at most 0.7 to 5.7 ms
-across runs, mean about 1 ms, against the 100 ms limit.
+Last runs: 410 cases (15 faults x 12 translated directions x stream / non-stream, less
+the 6 tool stalls toward Gemini, plus the pass-through pairs for 8 of the faults) in
+about 2.3 to 2.7 s wall, all at once (timeouts: connect 1.0 s, read 1.2 s, stream idle
+0.6 s, tool stall 0.25 s; slack 2 s). Client disconnect, 32 measurements (16 pairs x
+stream / non-stream): at most about 1.3 ms, mean about 0.7 ms, against the 100 ms limit.
 """
 
 from __future__ import annotations
@@ -54,11 +57,12 @@ from tests.helpers.captures import path_of
 from tests.helpers.servers import reply_from_capture
 from tests.helpers.validate_anthropic import validate_anthropic_stream
 from tests.helpers.validate_chat import validate_chat_stream
+from tests.helpers.validate_gemini import validate_gemini_stream
 from tests.helpers.validate_responses import validate_responses_stream
 
 from ._raw import Conn, LoopServer, RawServer
 from ._shapes import error_message
-from .corpus import ANTHROPIC, CHAT, PATH, PROTOCOLS, RESPONSES
+from .corpus import ANTHROPIC, CHAT, CLIENTS, GEMINI, PATH, RESPONSES
 
 # Everything (client, three proxies, upstream) shares this process and its GIL, so the
 # timeouts leave room for scheduling; the GC is paused while timing (see ``quiet``).
@@ -78,17 +82,21 @@ TEXT_CAPTURE = {
     CHAT: "chat_sse_text_basic_include_usage",
     RESPONSES: "responses_sse_text_basic",
     ANTHROPIC: "anthropic_sse_text_basic",
+    GEMINI: "gemini_sse_thinking",  # several frames before the one with finishReason
 }
 TOOL_CAPTURE = {
     CHAT: "chat_sse_parallel_tool_calls",
     RESPONSES: "responses_sse_parallel_function_calls",
     ANTHROPIC: "anthropic_sse_parallel_tool_use",
+    GEMINI: "gemini_sse_tools",
 }
 JSON_CAPTURE = {
     CHAT: "chat_json_text_basic",
     RESPONSES: "responses_json_text_basic",
     ANTHROPIC: "anthropic_json_text_basic",
+    GEMINI: "gemini_json_text_basic",
 }
+GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED"}
 SSE_HEADERS = [("Content-Type", "text/event-stream; charset=utf-8")]
 
 
@@ -117,6 +125,7 @@ def _text_cut(protocol: str) -> int:
         CHAT: (b'"content":"4',),
         RESPONSES: (b"output_text.delta",),
         ANTHROPIC: (b"text_delta",),
+        GEMINI: (b'"text"',),
     }[protocol]
     return _first(frames, needles) + 1
 
@@ -128,11 +137,15 @@ def _tool_cut(protocol: str) -> int:
         CHAT: (b'"arguments":"{',),
         RESPONSES: (b"function_call_arguments.delta",),
         ANTHROPIC: (b'"partial_json":"{',),
+        GEMINI: (b'"functionCall"',),  # always whole: Gemini has no partial arguments
     }[protocol]
     return _first(frames, needles) + 1
 
 
 def _error_body(protocol: str, status: int, message: str) -> bytes:
+    if protocol == GEMINI:
+        name = GOOGLE_STATUS.get(status, "INTERNAL" if status == 500 else "UNAVAILABLE")
+        return json.dumps({"error": {"code": status, "message": message, "status": name}}).encode()
     if protocol == ANTHROPIC:
         kind = {429: "rate_limit_error", 529: "overloaded_error", 500: "api_error"}.get(
             status, "invalid_request_error"
@@ -150,7 +163,18 @@ MALFORMED = {
     CHAT: b"data: {not json at all\n\n",
     RESPONSES: b"event: response.output_text.delta\ndata: {not json at all\n\n",
     ANTHROPIC: b"event: content_block_delta\ndata: {not json at all\n\n",
+    GEMINI: b"data: {not json at all\r\n\r\n",
 }
+
+
+def gemini_path(model: str, stream: bool) -> str:
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return f"/v1beta/models/{model}:{method}"
+
+
+def client_path(client: str, model: str, stream: bool) -> str:
+    """Where a client posts: a Gemini client names the model and the stream in it."""
+    return gemini_path(model, stream) if client == GEMINI else PATH[client]
 
 
 # ------------------------------------------------------------------ the upstream
@@ -158,10 +182,16 @@ MALFORMED = {
 
 async def misbehave(conn: Conn) -> None:
     """The raw upstream: what it does is named by the request's model."""
-    protocol = UPSTREAM_OF_PATH[conn.request.target.split("?")[0]]
+    path = conn.request.target.split("?")[0]
     body = conn.request.json()
-    fault = str(body.get("model", "")).split(":")[0]
-    stream = bool(body.get("stream"))
+    if path.startswith("/v1beta/models/"):  # Gemini: the model and the stream in the URL
+        protocol = GEMINI
+        model, _, method = path.removeprefix("/v1beta/models/").rpartition(":")
+        fault, stream = model.split(":")[0], method == "streamGenerateContent"
+    else:
+        protocol = UPSTREAM_OF_PATH[path]
+        fault = str(body.get("model", "")).split(":")[0]
+        stream = bool(body.get("stream"))
     text = _frames(TEXT_CAPTURE[protocol])
     whole = reply_from_capture(JSON_CAPTURE[protocol]).chunks[0]
 
@@ -278,7 +308,7 @@ async def _inner(scope: Any, receive: Any, send: Any) -> None:
 
 
 def _base(url: str, protocol: str) -> str:
-    return url if protocol == ANTHROPIC else url + "/v1"
+    return url + "/v1" if protocol in (CHAT, RESPONSES) else url
 
 
 @pytest.fixture(scope="module", params=["httpx", "lean"])
@@ -295,7 +325,7 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
         blackhole_url = f"http://127.0.0.1:{blackhole.getsockname()[1]}"
         refused_url = f"http://127.0.0.1:{_closed_port()}"
         proxies, apps = {}, {}
-        for target in PROTOCOLS:
+        for target in CLIENTS:
             timeouts = {
                 "connect_timeout": CONNECT_TIMEOUT,
                 "read_timeout": READ_TIMEOUT,
@@ -370,10 +400,12 @@ class Case:
 def _cases() -> list[Case]:
     out = []
     for fault in FAULTS:
-        for client in PROTOCOLS:
-            for target in PROTOCOLS:
+        for client in CLIENTS:
+            for target in CLIENTS:
                 if client == target and not fault.passthrough:
                     continue
+                if target == GEMINI and fault.name == "stall_tool":
+                    continue  # Gemini sends each call whole: no half-sent arguments
                 for stream in (False, True):
                     if client == target and not stream and fault.name in ("stall_mid", "drop_mid"):
                         continue  # pass-through JSON: the status went out with the headers
@@ -402,6 +434,12 @@ def request_body(client: str, model: str, stream: bool) -> dict[str, Any]:
             "input": "hi",
             "tools": [{"type": "function", "name": "get_secret", "parameters": tool_params}],
         }
+    if client == GEMINI:  # the model and the stream go in the URL (``client_path``)
+        declaration = {"name": "get_secret", "parametersJsonSchema": tool_params}
+        return {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": [declaration]}],
+        }
     return {
         "model": model,
         "stream": stream,
@@ -422,6 +460,10 @@ def terminal_error(client: str, body: bytes) -> str:
         assert c.error is not None, "no error chunk"
         assert body.endswith(b"data: [DONE]\n\n")
         return str(c.error["message"])
+    if client == GEMINI:
+        g = validate_gemini_stream(body)
+        assert g.error is not None, "no error frame"
+        return str(g.error["message"])
     r = validate_responses_stream(body)
     assert r.error is not None, "no error event"
     assert r.response is not None and r.response["status"] == "failed", "no response.failed"
@@ -439,6 +481,8 @@ def passthrough_terminal_error(client: str, body: bytes) -> str:
     if client == CHAT:
         assert fields[-1].get("data") == "[DONE]", f"no [DONE] at the end: {frames[-2:]}"
         return str(json.loads(fields[-2]["data"])["error"]["message"])
+    if client == GEMINI:
+        return str(json.loads(fields[-1]["data"])["error"]["message"])
     if client == ANTHROPIC:
         assert fields[-1].get("event") == "error", f"no event: error at the end: {frames[-1:]}"
         data = json.loads(fields[-1]["data"])
@@ -451,10 +495,12 @@ def passthrough_terminal_error(client: str, body: bytes) -> str:
 
 async def _run(http: httpx.AsyncClient, rig: Rig, case: Case) -> tuple[Case, str | None, float]:
     base = rig.proxies[case.target].url
-    body = request_body(case.client, f"{case.fault.name}:{case.client}", case.stream)
+    model = f"{case.fault.name}:{case.client}"
+    body = request_body(case.client, model, case.stream)
+    path = client_path(case.client, model, case.stream)
     t0 = time.monotonic()
     try:
-        r = await asyncio.wait_for(http.post(base + PATH[case.client], json=body), 15)
+        r = await asyncio.wait_for(http.post(base + path, json=body), 15)
     except Exception as exc:  # a hang or a broken connection
         return case, f"{type(exc).__name__}: {exc}", time.monotonic() - t0
     elapsed = time.monotonic() - t0
@@ -566,7 +612,7 @@ def _raw_request(url: str, path: str, body: bytes) -> socket.socket:
     return sock
 
 
-PAIRS = [(c, u) for c in PROTOCOLS for u in PROTOCOLS]
+PAIRS = [(c, u) for c in CLIENTS for u in CLIENTS]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
@@ -580,7 +626,8 @@ def _disconnect_latencies(rig: Rig, stream: bool) -> None:
     for client, target in PAIRS:
         seen = len(rig.raw.conns)
         body = json.dumps(request_body(client, f"hold:{client}", stream)).encode()
-        sock = _raw_request(rig.proxies[target].url, PATH[client], body)
+        path = client_path(client, f"hold:{client}", stream)
+        sock = _raw_request(rig.proxies[target].url, path, body)
         try:
             if stream:
                 # Wait for the translated stream to start flowing to the client.

@@ -338,6 +338,9 @@ def _capture_requests(prefix: str) -> list[dict[str, Any]]:
         "json_parallel_tool_calls",
         "json_cached_tokens",
         "json_refusal",
+        "json_tools",
+        "json_thinking",
+        "json_safety_settings",
     ):
         if present(f"{prefix}_{name}"):
             out.append(load(f"{prefix}_{name}")["request"]["body"])
@@ -348,6 +351,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
     "openai_chat_completions": [CHAT_SEED, CHAT_CUSTOM_SEED, *_capture_requests("chat")],
     "openai_responses": [RESPONSES_SEED, *_capture_requests("responses")],
     "anthropic_messages": [ANTHROPIC_SEED, *_capture_requests("anthropic")],
+    "gemini_generate_content": _capture_requests("gemini"),
 }
 
 
@@ -467,6 +471,12 @@ STREAM_CAPTURES = {
         "anthropic_sse_parallel_tool_use",
         "anthropic_sse_thinking_signature_delta",
     ],
+    "gemini_generate_content": [
+        "gemini_sse_text_basic",
+        "gemini_sse_tools",
+        "gemini_sse_thinking",
+        "gemini_sse_tool_call_thought_signature",
+    ],
 }
 EVENT_NAMES = {
     "openai_chat_completions": [None, "error"],
@@ -480,6 +490,7 @@ EVENT_NAMES = {
         "message_start", "content_block_start", "content_block_delta", "content_block_stop",
         "message_delta", "message_stop", "ping", "error",
     ],
+    "gemini_generate_content": [None],
 }  # fmt: skip
 
 
@@ -660,6 +671,9 @@ def _response_seeds(prefix: str) -> list[dict[str, Any]]:
         "redacted_thinking",
         "max_tokens",
         "cache_read",
+        "tools",
+        "thinking",
+        "safety_settings",
     ):
         if present(f"{prefix}_json_{name}"):
             out.append(json.loads(reply_from_capture(f"{prefix}_json_{name}").chunks[0]))
@@ -670,6 +684,7 @@ RESPONSE_SEEDS = {
     "openai_chat_completions": _response_seeds("chat"),
     "openai_responses": _response_seeds("responses"),
     "anthropic_messages": _response_seeds("anthropic"),
+    "gemini_generate_content": _response_seeds("gemini"),
 }
 
 

@@ -40,7 +40,7 @@ from tests.helpers.servers import reply_from_capture
 
 from ._raw import Conn, LoopServer, RawServer
 from ._shapes import error_message
-from .corpus import ANTHROPIC, CHAT, PATH, PROTOCOLS, RESPONSES
+from .corpus import ANTHROPIC, CHAT, CLIENTS, GEMINI, PATH, PROTOCOLS, RESPONSES
 
 KEY = "sk-upstream-S3CRET-4c1d9e77f0"
 CLIENT_SECRET = "client-S3CRET-b2a0"
@@ -54,12 +54,24 @@ JSON_CAPTURE = {
     CHAT: "chat_json_text_basic",
     RESPONSES: "responses_json_text_basic",
     ANTHROPIC: "anthropic_json_text_basic",
+    GEMINI: "gemini_json_text_basic",
 }
 SSE_CAPTURE = {
     CHAT: "chat_sse_text_basic_include_usage",
     RESPONSES: "responses_sse_text_basic",
     ANTHROPIC: "anthropic_sse_text_basic",
+    GEMINI: "gemini_sse_thinking",
 }
+# The pairs with Gemini on one side (the tests over ``PAIRS`` cover the others).
+GEMINI_PAIRS = [(c, u) for c in CLIENTS for u in CLIENTS if GEMINI in (c, u)]
+
+
+def client_path(client: str, model: str, stream: bool) -> str:
+    """Where a client posts: a Gemini client names the model and the stream in it."""
+    if client != GEMINI:
+        return PATH[client]
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return f"/v1beta/models/{model}:{method}"
 
 
 @pytest.fixture(autouse=True)
@@ -94,20 +106,34 @@ HOP_NAMES = {
 
 def _credential(conn: Conn) -> str:
     h = conn.request.headers
-    return h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ")
+    return (
+        h.get("x-api-key")
+        or h.get("x-goog-api-key")
+        or h.get("authorization", "").removeprefix("Bearer ")
+    )
 
 
 async def upstream(conn: Conn) -> None:
     """Answers by the request's model: ``ok``, ``echo_key`` (an error quoting the
     credential it got), ``stream_echo_key`` (a stream whose error event quotes it),
     ``html500``, ``hop`` (hop-by-hop response headers)."""
-    protocol = UPSTREAM_OF_PATH[conn.request.target]
+    path = conn.request.target.split("?")[0]
     body = conn.request.json()
-    model = str(body.get("model", ""))
-    stream = bool(body.get("stream"))
+    if path.startswith("/v1beta/models/"):  # Gemini: the model and the stream in the URL
+        protocol = GEMINI
+        model, _, method = path.removeprefix("/v1beta/models/").rpartition(":")
+        stream = method == "streamGenerateContent"
+    else:
+        protocol = UPSTREAM_OF_PATH[path]
+        model = str(body.get("model", ""))
+        stream = bool(body.get("stream"))
     if model == "echo_key":
         msg = f"Incorrect API key provided: {_credential(conn)}"
-        if protocol == ANTHROPIC:
+        if protocol == GEMINI:
+            err: dict[str, Any] = {
+                "error": {"code": 401, "message": msg, "status": "UNAUTHENTICATED"}
+            }
+        elif protocol == ANTHROPIC:
             err = {"type": "error", "error": {"type": "authentication_error", "message": msg}}
         else:
             err = {
@@ -133,7 +159,10 @@ async def upstream(conn: Conn) -> None:
         frames = reply_from_capture(SSE_CAPTURE[protocol]).chunks
         if model == "stream_echo_key":
             msg = f"key {_credential(conn)} was revoked"
-            if protocol == CHAT:
+            if protocol == GEMINI:
+                error = {"error": {"code": 500, "message": msg, "status": "INTERNAL"}}
+                bad = b"data: " + json.dumps(error).encode() + b"\r\n\r\n"
+            elif protocol == CHAT:
                 bad = (
                     b"data: "
                     + json.dumps(
@@ -249,7 +278,7 @@ async def _inner(scope: Any, receive: Any, send: Any) -> None:
 
 
 def _base(url: str, protocol: str) -> str:
-    return url if protocol == ANTHROPIC else url + "/v1"
+    return url + "/v1" if protocol in (CHAT, RESPONSES) else url
 
 
 def _closed_port() -> int:
@@ -274,7 +303,7 @@ def rig() -> Iterator[Rig]:
             good = es.enter_context(RawServer(upstream).running())
             evil = es.enter_context(RawServer(upstream).running())
             proxies, recorders, refused = {}, {}, {}
-            for target in PROTOCOLS:
+            for target in CLIENTS:
                 up = Upstream(target, _base(good.url, target), KEY)  # type: ignore[arg-type]
                 rec = Recorder(ProxaiMiddleware(_inner, upstream=up, max_body_size=64 * 1024))
                 recorders[target] = rec
@@ -295,6 +324,8 @@ def rig() -> Iterator[Rig]:
 
 
 def body_for(client: str, model: str, stream: bool, **extra: Any) -> dict[str, Any]:
+    if client == GEMINI:  # the model and the stream go in the URL (``client_path``)
+        return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], **extra}
     if client == CHAT:
         b: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
     elif client == RESPONSES:
@@ -311,6 +342,7 @@ CLIENT_CREDENTIALS = {
     "authorization": f"Bearer {CLIENT_SECRET}",
     "x-api-key": CLIENT_SECRET,
     "api-key": CLIENT_SECRET,
+    "x-goog-api-key": CLIENT_SECRET,
     "cookie": f"session={CLIENT_SECRET}",
     "proxy-authorization": f"Basic {CLIENT_SECRET}",
 }
@@ -319,19 +351,22 @@ CLIENT_CREDENTIALS = {
 # ------------------------------------------------------------------------ secrets
 
 
-def test_the_upstream_key_never_reaches_logs_bodies_or_headers(rig: Rig) -> None:
+@pytest.mark.parametrize("pairs", [PAIRS, GEMINI_PAIRS], ids=["three", "with-gemini"])
+def test_the_upstream_key_never_reaches_logs_bodies_or_headers(
+    rig: Rig, pairs: list[tuple[str, str]]
+) -> None:
     seen_before = len(rig.good.requests)
     exchanges = 0
     exposed: list[str] = []
     with httpx.Client(timeout=10) as http:
-        for client, target in PAIRS:
+        for client, target in pairs:
             for model in ("ok", "echo_key", "stream_echo_key", "html500", "bad_request"):
                 for stream in (False, True):
                     body: Any = body_for(client, model, stream)
                     if model == "bad_request":
-                        body = {"model": "m", "messages": "not a list", "input": 1}
+                        body = {"model": "m", "messages": "not a list", "input": 1, "contents": 1}
                     r = http.post(
-                        rig.proxies[target].url + PATH[client],
+                        rig.proxies[target].url + client_path(client, model, stream),
                         json=body,
                         headers=CLIENT_CREDENTIALS,
                     )
@@ -341,7 +376,8 @@ def test_the_upstream_key_never_reaches_logs_bodies_or_headers(rig: Rig) -> None
                         exposed.append(
                             f"{client}->{target} {model} stream={stream}: {r.status_code}"
                         )
-            r = http.post(rig.refused[target] + PATH[client], json=body_for(client, "ok", False))
+            path = client_path(client, "ok", False)
+            r = http.post(rig.refused[target] + path, json=body_for(client, "ok", False))
             exchanges += 1
             assert r.status_code == 502
             if KEY in r.content.decode("latin-1") + repr(r.headers.multi_items()):
@@ -358,7 +394,11 @@ def test_the_upstream_key_never_reaches_logs_bodies_or_headers(rig: Rig) -> None
 
 
 def _key_of(headers: dict[str, str]) -> str:
-    return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    return (
+        headers.get("x-api-key")
+        or headers.get("x-goog-api-key")
+        or headers.get("authorization", "").removeprefix("Bearer ")
+    )
 
 
 def test_client_credentials_never_reach_an_upstream_that_has_its_own_key(rig: Rig) -> None:

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 from ... import canonical as c
 from ... import ratelimit
-from ...codec import Codec, ProtocolName, UpstreamOptions
+from ...codec import BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
 from . import epilogue as _epilogue
 from . import errors, request, response, stream
 
 
-class AnthropicMessagesCodec:
+class AnthropicMessagesCodec(BodyAddressed):
     name: ProtocolName = "anthropic_messages"
     client_paths: tuple[str, ...] = ("/v1/messages",)
     upstream_path: str = "/v1/messages"
+    auth_header: bytes = b"x-api-key"
     supports_custom_tools: bool = False
 
     # ---- client side

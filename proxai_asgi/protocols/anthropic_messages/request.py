@@ -436,7 +436,7 @@ def encode_request(
     body = wire.UpstreamRequest(
         model=request.model,
         messages=_messages_out(request.messages, report),
-        max_tokens=request.max_tokens or options.default_max_tokens,
+        max_tokens=_max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
@@ -455,6 +455,21 @@ def encode_request(
     if request.implicit_caching and options.cache_breakpoints:
         cache_breakpoints.place(body)
     return _encoder.encode(body)
+
+
+def _max_tokens(
+    request: c.Request, thinking: wire.ThinkingConfig | None, options: UpstreamOptions
+) -> int:
+    """The client's max_tokens, or the default; with no max_tokens from the client and
+    a thinking budget at least as large (Gemini CLI asks for 8192 and no limit),
+    room for the answer on top of the budget, since Anthropic requires budget <
+    max_tokens."""
+    if request.max_tokens:
+        return request.max_tokens
+    budget = thinking.budget_tokens if thinking is not None else None
+    if budget is not None and budget >= options.default_max_tokens:
+        return budget + options.default_max_tokens
+    return options.default_max_tokens
 
 
 def _check_fields(request: c.Request, report: TranslationReport) -> None:

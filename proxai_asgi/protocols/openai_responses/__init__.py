@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import canonical as c
 from ... import ratelimit
-from ...codec import Codec, ProtocolName, UpstreamOptions
+from ...codec import BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
 from . import epilogue as _epilogue
@@ -14,10 +14,11 @@ from .errors import decode_openai_error, encode_openai_error
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 
 
-class ResponsesCodec:
+class ResponsesCodec(BodyAddressed):
     name: ProtocolName = "openai_responses"
     client_paths: tuple[str, ...] = ("/v1/responses", "/responses")
     upstream_path: str = "/responses"
+    auth_header: bytes = b"authorization"
     supports_custom_tools: bool = True
 
     # ---- client side

@@ -1,0 +1,740 @@
+"""Gemini ``generateContent`` request bodies: client body -> canonical, canonical ->
+upstream body.
+
+The model and the stream flag are not in a Gemini body but in the URL
+(``/v1beta/models/{model}:streamGenerateContent``): ``decode_request`` takes them as
+arguments, and the upstream URL carries them on the way out (``paths.py``).
+
+Client side (``decode_request``):
+- roles ``user`` (or none) and ``model``; a ``function`` role (older clients) is a user
+  turn. A user turn's ``functionResponse`` parts become a ``tool`` message placed
+  before the rest of the turn.
+- ``functionCall`` parts without an ``id`` get one derived from their place in the
+  history (``gcall_h<turn>_<part>``); a ``functionResponse`` without an ``id`` takes the
+  id of the earliest unanswered call of the same name, so it answers the same call.
+- a ``functionResponse.response`` of ``{"output": <text>}`` / ``{"error": <text>}`` (the
+  keys Google documents) becomes that text (an error result for ``error``); any other
+  object becomes its JSON text.
+- ``parameters`` (Google's OpenAPI-subset Schema: upper-case types, ``nullable``) are
+  converted to JSON Schema; ``parametersJsonSchema`` is taken as it is.
+- ``candidateCount`` above 1 is rejected (the hub carries one candidate), as ``n`` is
+  toward Gemini; ``cachedContent`` (a Google-stored prompt prefix) and non-text
+  ``responseModalities`` are rejected; ``safetySettings``, ``seed``, penalties,
+  ``labels`` and speech/media settings are dropped and reported.
+
+Upstream side (``encode_request``): tool schemas and response schemas are sent as JSON
+Schema (``parametersJsonSchema``, ``responseJsonSchema``); tool results go as
+``functionResponse`` ``{"output": ...}`` (``{"error": ...}`` for error results; a JSON
+object result as that object), named after the call they answer. Thought signatures
+are put back on their parts (``signatures.py``); a model turn whose first function call
+has no Gemini signature gets ``SKIP_VALIDATOR``. Thinking: a budget is sent as
+``thinkingBudget``, an effort as ``thinkingLevel``, off as ``thinkingBudget: 0``; a
+summary request asks for ``includeThoughts``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from ... import canonical as c
+from ...codec import UpstreamOptions
+from ...errors import ProxyError, TranslationReport
+from . import signatures, wire
+from .response import parts_in
+
+_json = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+_PATH = re.compile(r"`\$\.?([^`]*)`")
+
+# Keys whose values are the user's own data (schemas, arguments, results): their
+# inner keys are never renamed.
+_FREE_FORM = frozenset(
+    {
+        "args",
+        "response",
+        "parameters",
+        "parametersJsonSchema",
+        "responseSchema",
+        "responseJsonSchema",
+        "labels",
+        "structValue",
+    }
+)
+_KNOWN_FIELDS = frozenset(
+    {
+        "contents",
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "generationConfig",
+        "safetySettings",
+        "cachedContent",
+        "labels",
+        "model",
+    }
+)
+DERIVED_CALL_PREFIX = "gcall_"
+
+_MODE_IN = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
+_MODE_OUT = {"auto": "AUTO", "required": "ANY", "none": "NONE", "tool": "ANY"}
+_LEVEL_IN = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
+_LEVEL_OUT = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+}
+
+
+def _camel(key: str) -> str:
+    if key.startswith("_"):  # ``_responseJsonSchema``, an older SDK spelling
+        key = key[1:]
+    if "_" not in key:
+        return key
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _camel_keys(value: Any) -> Any:
+    """Google accepts proto (snake_case) field names as well: rename them, except inside
+    the user's own data."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = _camel(k) if isinstance(k, str) else k
+            out[name] = v if name in _FREE_FORM else _camel_keys(v)
+        return out
+    if isinstance(value, list):
+        return [_camel_keys(v) for v in value]
+    return value
+
+
+def _invalid(error: Exception) -> ProxyError:
+    message = str(error)
+    m = _PATH.search(message)
+    return ProxyError.invalid(message, param=m.group(1) if m else None)
+
+
+def parse_body(body: bytes, report: TranslationReport | None) -> dict[str, Any]:
+    """The body as a camelCase dict; unknown top-level fields reported."""
+    try:
+        data = _json.decode(body)
+    except (msgspec.DecodeError, ValueError) as e:
+        raise ProxyError.invalid(f"request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ProxyError.invalid("request body must be a JSON object")
+    renamed: dict[str, Any] = _camel_keys(data)
+    if report is not None:
+        for name in renamed:
+            if name not in _KNOWN_FIELDS:
+                report.drop(name)
+    return renamed
+
+
+def convert_request(data: dict[str, Any]) -> wire.GenerateContentRequest:
+    try:
+        return msgspec.convert(data, wire.GenerateContentRequest)
+    except msgspec.ValidationError as e:
+        raise _invalid(e) from None
+
+
+# ====================================================================== client
+
+
+def count_tokens_request(body: bytes) -> c.Request:
+    """A ``countTokens`` body (``contents``, or a whole ``generateContentRequest``) as
+    the canonical request it counts; lenient, as only an estimate comes of it."""
+    data = parse_body(body, None)
+    inner = data.get("generateContentRequest")
+    if isinstance(inner, dict):
+        data = inner
+    data.pop("generateContentRequest", None)
+    return to_canonical(convert_request(data), TranslationReport(lossy=True), "", False)
+
+
+def decode_request(
+    body: bytes, report: TranslationReport, model: str = "", stream: bool = False
+) -> c.Request:
+    return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+
+
+def to_canonical(
+    req: wire.GenerateContentRequest, report: TranslationReport, model: str, stream: bool
+) -> c.Request:
+    if not req.contents:
+        raise ProxyError.invalid("contents: at least one content is required", "contents")
+    system = _system_in(req.system_instruction)
+    messages = _contents_in(req.contents, report)
+    tools, hosted = _tools_in(req.tools or [], report)
+    out = c.Request(
+        model=model,
+        messages=messages,
+        system=system,
+        tools=tools,
+        hosted_tools=hosted,
+        stream=stream,
+        include_usage=stream,
+    )
+    _tool_config_in(req.tool_config, out, report)
+    _generation_config_in(req.generation_config, out, report)
+    if req.safety_settings is not None:
+        report.drop("safetySettings")
+    if req.cached_content is not None:
+        report.reject(
+            "cachedContent", "cached content is stored by Google and cannot be translated"
+        )
+    if req.labels is not None:
+        report.drop("labels")
+    return out
+
+
+def _system_in(content: wire.Content | None) -> list[c.Text]:
+    if content is None:
+        return []
+    out: list[c.Text] = []
+    for j, p in enumerate(content.parts):
+        if p.text is None:
+            path = f"systemInstruction.parts[{j}]"
+            raise ProxyError.invalid(f"{path}: a system instruction holds only text", path)
+        if p.text:
+            out.append(c.Text(text=p.text))
+    return out
+
+
+def call_id_for_history(i: int, j: int) -> str:
+    return f"{DERIVED_CALL_PREFIX}h{i}_{j}"
+
+
+def _contents_in(contents: list[wire.Content], report: TranslationReport) -> list[c.Message]:
+    messages: list[c.Message] = []
+    unanswered: list[tuple[str, str]] = []  # (name, id) of calls not yet answered
+    for i, content in enumerate(contents):
+        role = content.role or "user"
+        if role == "model":
+            parts = _model_parts(content.parts, i, report)
+            unanswered = [(p.name, p.id) for p in parts if type(p) is c.ToolCall]
+            messages.append(c.Message(role="assistant", content=parts))
+        elif role in ("user", "function"):
+            messages.extend(_user_turn(content.parts, i, unanswered, report))
+        else:
+            path = f"contents[{i}].role"
+            raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
+    return messages
+
+
+def _media_in(p: wire.Part) -> c.Part | None:
+    if p.inline_data is not None:
+        mime = p.inline_data.mime_type or ""
+        if mime.startswith("image/"):
+            return c.Image(data=p.inline_data.data, media_type=mime)
+        return c.File(data=p.inline_data.data, media_type=mime or None)
+    if p.file_data is not None:
+        mime = p.file_data.mime_type or ""
+        if mime.startswith("image/"):
+            return c.Image(url=p.file_data.file_uri, media_type=mime)
+        return c.File(url=p.file_data.file_uri, media_type=mime or None)
+    return None
+
+
+def _model_parts(parts: list[wire.Part], i: int, report: TranslationReport) -> list[c.Part]:
+    def other(p: wire.Part) -> c.Part | None:
+        media = _media_in(p)
+        if media is None and p.function_response is not None:
+            path = f"contents[{i}].parts"
+            raise ProxyError.invalid(
+                f"{path}: a functionResponse belongs in a user turn", f"{path}.functionResponse"
+            )
+        if media is None:
+            _drop_part(p, report)
+        return media
+
+    out: list[c.Part] = []
+    parts_in(parts, out, lambda fc, n: fc.id or call_id_for_history(i, n), other)
+    return out
+
+
+def _drop_part(p: wire.Part, report: TranslationReport) -> None:
+    for name in ("executable_code", "code_execution_result", "video_metadata"):
+        if getattr(p, name) is not None:
+            report.drop(f"parts.{_camel(name)}")
+
+
+def result_content_in(response: dict[str, Any] | None) -> tuple[list[c.Part], bool]:
+    """A ``functionResponse.response`` as tool-result content, and whether it is an error."""
+    response = response or {}
+    if len(response) == 1:
+        ((key, value),) = response.items()
+        if key in ("output", "error") and isinstance(value, str):
+            return ([c.Text(text=value)] if value else []), key == "error"
+    return [c.Text(text=_encoder.encode(response).decode())], False
+
+
+def _user_turn(
+    parts: list[wire.Part], i: int, unanswered: list[tuple[str, str]], report: TranslationReport
+) -> list[c.Message]:
+    results: list[c.Part] = []
+    rest: list[c.Part] = []
+    for j, p in enumerate(parts):
+        if p.function_response is not None:
+            fr = p.function_response
+            call_id = fr.id
+            for k, (name, cid) in enumerate(unanswered):
+                if (call_id is not None and cid == call_id) or (
+                    call_id is None and name == fr.name
+                ):
+                    call_id = cid
+                    del unanswered[k]
+                    break
+            if call_id is None:
+                call_id = call_id_for_history(i, j)  # answers nothing: checks.py says so
+            if fr.parts:
+                report.drop("functionResponse.parts")
+            content, is_error = result_content_in(fr.response)
+            results.append(c.ToolResult(call_id=call_id, content=content, is_error=is_error))
+        elif p.text is not None:
+            if p.text and not p.thought:
+                rest.append(c.Text(text=p.text))
+        elif (media := _media_in(p)) is not None:
+            rest.append(media)
+        elif p.function_call is not None:
+            path = f"contents[{i}].parts[{j}]"
+            raise ProxyError.invalid(
+                f"{path}: a functionCall belongs in a model turn", f"{path}.functionCall"
+            )
+        else:
+            _drop_part(p, report)
+    out: list[c.Message] = []
+    if results:
+        out.append(c.Message(role="tool", content=results))
+    if rest or not results:
+        out.append(c.Message(role="user", content=rest))
+    return out
+
+
+# ------------------------------------------------------------------- schemas
+
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def schema_to_json(schema: Any) -> Any:
+    """Google's Schema (OpenAPI subset: ``"STRING"``, ``nullable``, ``propertyOrdering``)
+    as JSON Schema."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k == "type" and isinstance(v, str):
+            out["type"] = v.lower()
+        elif k == "properties" and isinstance(v, dict):
+            out[k] = {name: schema_to_json(s) for name, s in v.items()}
+        elif k == "items":
+            out[k] = schema_to_json(v)
+        elif k in _SCHEMA_LISTS and isinstance(v, list):
+            out[k] = [schema_to_json(s) for s in v]
+        elif k in ("nullable", "propertyOrdering"):
+            continue
+        else:
+            out[k] = v
+    if schema.get("nullable") is True and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+# --------------------------------------------------------------------- tools
+
+
+def _tools_in(
+    raw_tools: list[dict[str, Any]], report: TranslationReport
+) -> tuple[list[c.Tool], list[c.HostedTool]]:
+    tools: list[c.Tool] = []
+    hosted: list[c.HostedTool] = []
+    for i, raw in enumerate(raw_tools):
+        for key, value in raw.items():
+            if key != "functionDeclarations":
+                hosted.append(
+                    c.HostedTool(protocol="gemini_generate_content", type=key, raw={key: value})
+                )
+                continue
+            try:
+                decls = msgspec.convert(value or [], list[wire.FunctionDeclaration])
+            except msgspec.ValidationError as e:
+                where = f"`$.tools[{i}].functionDeclarations"
+                message = str(e)
+                if "`$" in message:
+                    message = message.replace("`$", where, 1)
+                else:  # an error at the root of the converted value names no path
+                    message += f" - at {where}`"
+                raise _invalid(ValueError(message)) from None
+            for d in decls:
+                params = d.parameters_json_schema
+                if params is None and d.parameters is not None:
+                    params = schema_to_json(d.parameters)
+                if d.response is not None or d.response_json_schema is not None:
+                    report.drop("functionDeclarations.response")
+                if d.behavior is not None:
+                    report.drop("functionDeclarations.behavior")
+                tools.append(
+                    c.Tool(
+                        name=d.name,
+                        description=d.description or None,
+                        parameters=params if isinstance(params, dict) else None,
+                    )
+                )
+    return tools, hosted
+
+
+def _tool_config_in(
+    config: wire.ToolConfig | None, out: c.Request, report: TranslationReport
+) -> None:
+    if config is None:
+        return
+    if config.retrieval_config is not None:
+        report.drop("toolConfig.retrievalConfig")
+    fcc = config.function_calling_config
+    if fcc is None or fcc.mode is None:
+        return
+    mode = _MODE_IN.get(fcc.mode.upper())
+    if mode is None:
+        path = "toolConfig.functionCallingConfig.mode"
+        raise ProxyError.invalid(f"{path}: unknown mode {fcc.mode!r}", path)
+    if fcc.mode.upper() == "VALIDATED":
+        report.drop("toolConfig.functionCallingConfig.mode")  # no such mode elsewhere
+    allowed = fcc.allowed_function_names
+    if allowed and mode == "required":
+        # Only these may be called this turn: the others are not offered.
+        out.tools = [t for t in out.tools if t.name in allowed]
+        if len(allowed) == 1:
+            out.tool_choice = c.ToolChoice(mode="tool", name=allowed[0])
+            return
+    elif allowed:
+        report.drop("toolConfig.functionCallingConfig.allowedFunctionNames")
+    out.tool_choice = c.ToolChoice(mode=mode)  # type: ignore[arg-type]
+
+
+def _generation_config_in(
+    g: wire.GenerationConfig | None, out: c.Request, report: TranslationReport
+) -> None:
+    if g is None:
+        return
+    out.max_tokens = g.max_output_tokens
+    out.temperature = g.temperature
+    out.top_p = g.top_p
+    out.top_k = g.top_k
+    out.stop = list(g.stop_sequences or ())
+    if g.candidate_count is not None and g.candidate_count > 1:
+        # The hub carries one candidate: asking several of any upstream would lose all
+        # but the first.
+        report.reject("generationConfig.candidateCount", "only one candidate can be translated")
+    if g.response_logprobs:
+        out.logprobs = True
+    if g.logprobs is not None:
+        out.top_logprobs = g.logprobs
+    mime = g.response_mime_type
+    if mime == "application/json":
+        schema = g.response_json_schema
+        if schema is None and g.response_schema is not None:
+            schema = schema_to_json(g.response_schema)
+        if isinstance(schema, dict):
+            out.response_format = c.ResponseFormat(
+                type="json_schema", name="response", schema=schema
+            )
+        else:
+            out.response_format = c.ResponseFormat(type="json_object")
+    elif mime not in (None, "text/plain"):
+        report.drop("generationConfig.responseMimeType")
+    modalities = g.response_modalities
+    if modalities and any(m.upper() != "TEXT" for m in modalities):
+        report.reject("generationConfig.responseModalities", "only text answers can be translated")
+    for name in (
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "media_resolution",
+        "speech_config",
+        "image_config",
+        "enable_enhanced_civic_answers",
+    ):
+        if getattr(g, name) is not None:
+            report.drop(f"generationConfig.{_camel(name)}")
+    out.reasoning = _thinking_in(g.thinking_config)
+
+
+def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:
+    if t is None:
+        return None
+    rc = c.ReasoningConfig()
+    if t.include_thoughts:
+        rc.summary = "auto"
+    budget = t.thinking_budget
+    if budget == 0:
+        rc.enabled, rc.effort = False, "none"
+    elif budget is not None and budget > 0:
+        rc.enabled, rc.budget_tokens = True, budget
+    elif budget is not None:  # -1: dynamic thinking
+        rc.enabled = True
+    if t.thinking_level is not None:
+        rc.effort = _LEVEL_IN.get(t.thinking_level.upper(), rc.effort)
+        rc.enabled = True
+    if rc == c.ReasoningConfig():
+        return None
+    return rc
+
+
+# ==================================================================== upstream
+
+
+def encode_request(
+    request: c.Request, report: TranslationReport, options: UpstreamOptions
+) -> bytes:
+    return _encoder.encode(to_wire(request, report))
+
+
+def to_wire(request: c.Request, report: TranslationReport) -> wire.GenerateContentRequest:
+    _check_fields(request, report)
+    tools = _tools_out(request, report)
+    return wire.GenerateContentRequest(
+        contents=_contents_out(request.messages, report),
+        system_instruction=_system_out(request.system),
+        tools=tools or None,
+        tool_config=_tool_config_out(request, bool(tools), report),
+        generation_config=_generation_config_out(request, report),
+    )
+
+
+def _check_fields(request: c.Request, report: TranslationReport) -> None:
+    if request.n is not None and request.n > 1:
+        report.reject("n", "several candidates cannot be translated; ask for one")
+    if request.logprobs:
+        report.reject("logprobs", "log probabilities cannot be translated from Gemini")
+    if request.top_logprobs:
+        report.reject("top_logprobs", "log probabilities cannot be translated from Gemini")
+    if request.previous_response_id is not None:
+        report.reject("previous_response_id", "Gemini is stateless; send the whole history")
+    if request.background:
+        report.reject("background", "Gemini has no background responses")
+    for name in ("user", "metadata", "prompt_cache_key", "verbosity", "service_tier"):
+        if getattr(request, name):
+            report.drop(name)
+    if request.parallel_tool_calls is False:
+        report.drop("parallel_tool_calls")
+
+
+def _system_out(system: list[c.Text]) -> wire.Content | None:
+    parts = [wire.Part(text=t.text) for t in system if t.text]
+    return wire.Content(parts=parts) if parts else None
+
+
+def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.Content]:
+    names = {p.id: p.name for m in messages for p in m.content if type(p) is c.ToolCall}
+    turns: list[wire.Content] = []
+    for m in messages:
+        role = "model" if m.role == "assistant" else "user"
+        parts = _model_out(m.content, report) if role == "model" else _user_out(m, names, report)
+        if not parts:
+            continue
+        if turns and turns[-1].role == role:
+            turns[-1].parts.extend(parts)
+        else:
+            turns.append(wire.Content(role=role, parts=parts))
+    for t in turns:  # function responses come first in a user turn
+        if t.role == "user" and len(t.parts) > 1:
+            t.parts.sort(key=lambda p: p.function_response is None)
+    return turns
+
+
+def _args_out(arguments: str, kind: str) -> dict[str, Any]:
+    if kind == "custom":
+        return {"input": arguments}
+    if not arguments:
+        return {}
+    try:
+        value = _json.decode(arguments)
+    except (msgspec.DecodeError, ValueError):
+        raise ProxyError.invalid("tool call arguments are not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ProxyError.invalid("tool call arguments must be a JSON object")
+    return value
+
+
+def _model_out(content: list[c.Part], report: TranslationReport) -> list[wire.Part]:
+    out: list[wire.Part] = []
+    pending: str | None = None  # a bare signature for the next part
+    calls = 0
+    for p in content:
+        if type(p) is c.Reasoning:
+            sig = signatures.gemini_signature(p)
+            if sig is None:
+                report.drop("reasoning")  # not Gemini's: Gemini would not accept it
+            elif p.text:
+                out.append(wire.Part(text=p.text, thought=True, thought_signature=sig))
+            else:
+                pending = sig
+            continue
+        part: wire.Part
+        if type(p) is c.Text or type(p) is c.Refusal:
+            if not p.text:
+                continue
+            part = wire.Part(text=p.text)
+        elif type(p) is c.ToolCall:
+            call_id = None if p.id.startswith(DERIVED_CALL_PREFIX) else p.id
+            part = wire.Part(
+                function_call=wire.FunctionCall(
+                    name=p.name, args=_args_out(p.arguments, p.kind), id=call_id
+                )
+            )
+            if calls == 0 and pending is None:
+                pending = signatures.SKIP_VALIDATOR  # a call Gemini did not make
+            calls += 1
+        elif type(p) is c.Image or type(p) is c.File:
+            part = _media_out(p)
+        else:
+            report.drop(f"messages.content.{type(p).__struct_config__.tag}")
+            continue
+        if pending is not None:
+            part.thought_signature, pending = pending, None
+        out.append(part)
+    if pending is not None:
+        out.append(wire.Part(text="", thought_signature=pending))
+    return out
+
+
+def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str, Any]:
+    texts: list[str] = []
+    for x in p.content:
+        if type(x) is c.Text or type(x) is c.Refusal:
+            texts.append(x.text)
+        else:
+            report.drop(f"tool_result.content.{type(x).__struct_config__.tag}")
+    text = "".join(texts)
+    key = "error" if p.is_error else "output"
+    if text[:1] == "{" and not p.is_error:
+        try:
+            value = _json.decode(text)
+        except (msgspec.DecodeError, ValueError):
+            value = None
+        if isinstance(value, dict):
+            return value
+    return {key: text}
+
+
+def _user_out(m: c.Message, names: dict[str, str], report: TranslationReport) -> list[wire.Part]:
+    out: list[wire.Part] = []
+    for p in m.content:
+        if type(p) is c.ToolResult:
+            call_id = None if p.call_id.startswith(DERIVED_CALL_PREFIX) else p.call_id
+            out.append(
+                wire.Part(
+                    function_response=wire.FunctionResponse(
+                        name=names.get(p.call_id, p.call_id),
+                        response=result_response_out(p, report),
+                        id=call_id,
+                    )
+                )
+            )
+        elif type(p) is c.Text or type(p) is c.Refusal:
+            if p.text:
+                out.append(wire.Part(text=p.text))
+        elif type(p) is c.Image or type(p) is c.File:
+            out.append(_media_out(p))
+        else:
+            report.drop(f"messages.content.{type(p).__struct_config__.tag}")
+    return out
+
+
+def _media_out(p: c.Image | c.File) -> wire.Part:
+    if type(p) is c.File and p.text is not None:
+        return wire.Part(text=p.text)
+    data, mime, url = p.data, p.media_type, p.url
+    if data is None and url is not None and url.startswith("data:"):
+        head, sep, rest = url.partition(",")
+        if not sep or not head.endswith(";base64"):
+            raise ProxyError.invalid("only base64 data URLs can be translated to Gemini")
+        mime, data = head[5 : -len(";base64")], rest
+    if data is not None:
+        if not mime:
+            raise ProxyError.invalid("inline data needs a media type for Gemini")
+        return wire.Part(inline_data=wire.Blob(mime_type=mime, data=data))
+    if url is not None:
+        return wire.Part(file_data=wire.FileData(mime_type=mime, file_uri=url))
+    raise ProxyError.invalid("a file_id reference cannot be carried to Gemini; send the data")
+
+
+def _tools_out(request: c.Request, report: TranslationReport) -> list[dict[str, Any]]:
+    decls: list[dict[str, Any]] = []
+    for i, t in enumerate(request.tools):
+        if t.kind == "custom":
+            report.reject(f"tools[{i}]", "custom (freeform) tools cannot be Gemini functions")
+            continue
+        d: dict[str, Any] = {"name": t.name}
+        if t.description:
+            d["description"] = t.description
+        if t.parameters is not None:
+            d["parametersJsonSchema"] = t.parameters
+        if t.strict:
+            report.drop("tools.strict")
+        decls.append(d)
+    out: list[dict[str, Any]] = [{"functionDeclarations": decls}] if decls else []
+    for h in request.hosted_tools:
+        if h.protocol == "gemini_generate_content":
+            out.append(h.raw)
+        else:
+            report.drop(f"tools.{h.type}")
+    return out
+
+
+def _tool_config_out(
+    request: c.Request, has_tools: bool, report: TranslationReport
+) -> wire.ToolConfig | None:
+    tc = request.tool_choice
+    if tc is None:
+        return None
+    if not has_tools:
+        report.drop("tool_choice")
+        return None
+    if tc.mode == "tool":
+        if tc.kind == "custom" or not any(t.name == tc.name for t in request.tools):
+            report.drop("tool_choice")
+            return None
+        fcc = wire.FunctionCallingConfig(mode="ANY", allowed_function_names=[tc.name or ""])
+    else:
+        fcc = wire.FunctionCallingConfig(mode=_MODE_OUT[tc.mode])
+    return wire.ToolConfig(function_calling_config=fcc)
+
+
+def _generation_config_out(
+    request: c.Request, report: TranslationReport
+) -> wire.GenerationConfig | None:
+    g = wire.GenerationConfig(
+        max_output_tokens=request.max_tokens,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        top_k=request.top_k,
+        stop_sequences=request.stop or None,
+        thinking_config=_thinking_out(request.reasoning),
+    )
+    rf = request.response_format
+    if rf is not None and rf.type != "text":
+        g.response_mime_type = "application/json"
+        if rf.type == "json_schema" and rf.schema is not None:
+            g.response_json_schema = rf.schema
+    return g if g != wire.GenerationConfig() else None
+
+
+def _thinking_out(rc: c.ReasoningConfig | None) -> wire.ThinkingConfig | None:
+    if rc is None:
+        return None
+    summary = bool(rc.summary and rc.summary != "none")
+    if rc.enabled is False or rc.effort == "none":
+        return wire.ThinkingConfig(thinking_budget=0)
+    t = wire.ThinkingConfig()
+    if rc.budget_tokens is not None:
+        t.thinking_budget = rc.budget_tokens
+    elif rc.effort in _LEVEL_OUT:
+        t.thinking_level = _LEVEL_OUT[rc.effort]
+    if summary:
+        t.include_thoughts = True
+    return t if t != wire.ThinkingConfig() else None

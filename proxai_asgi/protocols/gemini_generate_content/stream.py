@@ -1,0 +1,391 @@
+"""The Gemini ``streamGenerateContent?alt=sse`` grammar, both directions.
+
+Grammar: a sequence of ``data: <GenerateContentResponse>`` frames and nothing else:
+no start event, no block events, no terminator. Each frame holds the next parts of
+candidate 0 (several per frame, text split anywhere, a function call always whole, in
+one frame); ``finishReason`` and the final ``usageMetadata`` ride on the last frame. A
+blocked prompt is one frame with ``promptFeedback.blockReason`` and no candidates; a
+failure mid-way is a frame ``{"error": {...}}``.
+
+``GeminiStreamDecoder`` turns parts into canonical blocks with the same rules as
+``response.parts_in`` (adjacent texts continue one block, a signature closes its
+thought, a signature on a non-thought part is a bare reasoning block before it), so a
+folded stream equals the non-streamed answer. The terminal ``Finish`` is held until
+the body ends, since usage may still change; a body that ends without a
+``finishReason`` is a 502.
+
+``GeminiStreamEncoder`` writes one frame per text or thought delta and one per whole
+function call (arguments gathered until the call's block stops); the last frame
+carries ``finishReason``, ``usageMetadata`` and any signature still waiting for a part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ... import canonical as c
+from ...errors import ProxyError
+from . import signatures, wire
+from .errors import error_response, stream_error
+from .response import (
+    args_out,
+    arguments_json,
+    bad_gateway,
+    block_explanation,
+    call_id,
+    candidate,
+    filter_explanation,
+    finish_out,
+    stop_in,
+    usage_in,
+    usage_out,
+)
+
+if TYPE_CHECKING:
+    from ...sse import SSEEvent
+
+_chunk_decoder = msgspec.json.Decoder(wire.GenerateContentResponse)
+_encoder = msgspec.json.Encoder()
+
+_TEXT, _THOUGHT = "text", "reasoning"
+# A one-text-part frame, as msgspec writes ``GenerateContentResponse`` (field order).
+_DELTA_HEAD = b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":'
+_TEXT_TAIL = b'}]},"index":0}]'
+_THOUGHT_TAIL = b',"thought":true}]},"index":0}]'
+
+
+# ==================================================================== decoder
+
+
+class GeminiStreamDecoder:
+    __slots__ = (
+        "_block_reason",
+        "_calls",
+        "_done",
+        "_finish",
+        "_finish_message",
+        "_id",
+        "_next",
+        "_open",
+        "_open_kind",
+        "_sealed",
+        "_started",
+        "_usage",
+    )
+
+    def __init__(self) -> None:
+        self._started = False
+        self._done = False
+        self._next = 0  # the next canonical block index
+        self._open: int | None = None  # the text or thought block still growing
+        self._open_kind = ""
+        self._sealed = False  # the open thought got its signature: the next starts anew
+        self._calls = 0
+        self._id = ""
+        self._finish: str | None = None
+        self._finish_message: str | None = None
+        self._block_reason: wire.PromptFeedback | None = None
+        self._usage: wire.UsageMetadata | None = None
+
+    def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
+        if self._done:
+            return []
+        data = event.data
+        if not data or data.isspace() or data == b"[DONE]":
+            return []
+        try:
+            r = _chunk_decoder.decode(data)
+        except (msgspec.DecodeError, ValueError) as e:
+            self._done = True
+            raise bad_gateway(f"malformed upstream stream frame: {e}") from None
+        if r.candidates is None and r.prompt_feedback is None and r.usage_metadata is None:
+            err = stream_error(data)
+            if err is not None:
+                self._done = True
+                return [c.StreamError(status=err.status, kind=err.kind, message=err.message)]
+        out: list[c.StreamEvent] = []
+        if not self._started:
+            self._started = True
+            self._id = r.response_id or ""
+            prompt = usage_in(r.usage_metadata) if r.usage_metadata is not None else None
+            if prompt is not None:
+                prompt.output_tokens = prompt.reasoning_tokens = 0
+            out.append(c.MessageStart(id=self._id, model=r.model_version or "", usage=prompt))
+        if r.usage_metadata is not None:
+            self._usage = r.usage_metadata
+        if r.prompt_feedback is not None and r.prompt_feedback.block_reason:
+            self._block_reason = r.prompt_feedback
+        if r.candidates:
+            cand = r.candidates[0]
+            if cand.content is not None:
+                for p in cand.content.parts:
+                    self._part(p, out)
+            if cand.finish_reason is not None:
+                self._finish = cand.finish_reason
+                self._finish_message = cand.finish_message
+        return out
+
+    def close(self) -> list[c.StreamEvent]:
+        if self._done:
+            return []
+        self._done = True
+        out: list[c.StreamEvent] = []
+        self._close_open(out)
+        usage = usage_in(self._usage)
+        if self._finish is None:
+            if self._block_reason is not None:
+                out.append(
+                    c.Finish(
+                        stop_reason="refusal",
+                        usage=usage,
+                        refusal_explanation=block_explanation(self._block_reason),
+                    )
+                )
+                return out
+            return [
+                c.StreamError(
+                    status=502,
+                    kind="bad_gateway",
+                    message="upstream stream ended before its finishReason",
+                )
+            ]
+        try:
+            stop = stop_in(self._finish, self._calls > 0)
+        except ProxyError as err:
+            return [c.StreamError(status=err.status, kind=err.kind, message=err.message)]
+        explanation = None
+        if stop in ("content_filter", "refusal"):
+            explanation = filter_explanation(self._finish, self._finish_message)
+        out.append(c.Finish(stop_reason=stop, usage=usage, refusal_explanation=explanation))
+        return out
+
+    # ---- parts
+
+    def _new(self) -> int:
+        i = self._next
+        self._next += 1
+        return i
+
+    def _close_open(self, out: list[c.StreamEvent]) -> None:
+        if self._open is not None:
+            out.append(c.BlockStop(index=self._open))
+            self._open = None
+
+    def _signature(self, index: int, signature: str) -> c.BlockSignature:
+        r = signatures.reasoning_in("", signature)
+        return c.BlockSignature(
+            index=index,
+            signature=r.signature,
+            encrypted_content=r.encrypted_content,
+            item_id=r.item_id,
+        )
+
+    def _part(self, p: wire.Part, out: list[c.StreamEvent]) -> None:
+        sig = p.thought_signature
+        if p.thought and p.text is not None:
+            if self._open is None or self._open_kind != _THOUGHT or self._sealed:
+                self._close_open(out)
+                self._open, self._open_kind, self._sealed = self._new(), _THOUGHT, False
+                out.append(c.BlockStart(index=self._open, kind="reasoning", summary=True))
+            if p.text:
+                out.append(c.BlockDelta(index=self._open, text=p.text))
+            if sig:
+                out.append(self._signature(self._open, sig))
+                self._sealed = True
+            return
+        if sig:  # a bare signature: a reasoning block of its own, before the part
+            bare = signatures.reasoning_in("", sig)
+            if (
+                signatures.gemini_signature(bare) is None
+                and self._open is not None
+                and self._open_kind == _THOUGHT
+                and not self._sealed
+            ):  # another provider's token for the open thought
+                out.append(self._signature(self._open, sig))
+                self._sealed = True
+                sig = None
+        if sig:
+            self._close_open(out)
+            i = self._new()
+            out.append(c.BlockStart(index=i, kind="reasoning", summary=True))
+            out.append(self._signature(i, sig))
+            out.append(c.BlockStop(index=i))
+        if p.function_call is not None:
+            self._close_open(out)
+            fc = p.function_call
+            i = self._new()
+            out.append(
+                c.BlockStart(
+                    index=i,
+                    kind="tool_call",
+                    call_id=call_id(fc, self._id, self._calls),
+                    name=fc.name,
+                )
+            )
+            out.append(c.BlockDelta(index=i, text=arguments_json(fc.args)))
+            out.append(c.BlockStop(index=i))
+            self._calls += 1
+        elif p.text:
+            if self._open is None or self._open_kind != _TEXT:
+                self._close_open(out)
+                self._open, self._open_kind = self._new(), _TEXT
+                out.append(c.BlockStart(index=self._open, kind="text"))
+            out.append(c.BlockDelta(index=self._open, text=p.text))
+
+
+# ==================================================================== encoder
+
+
+class _Block:
+    __slots__ = ("args", "call_id", "has_text", "kind", "name", "reasoning")
+
+    def __init__(self, ev: c.BlockStart) -> None:
+        self.kind = ev.kind
+        self.call_id = ev.call_id or ""
+        self.name = ev.name or ""
+        self.args: list[str] = []
+        self.has_text = False
+        self.reasoning = c.Reasoning(
+            redacted=ev.redacted, encrypted_content=ev.encrypted_content, item_id=ev.item_id
+        )
+
+
+class GeminiStreamEncoder:
+    def __init__(self, request: c.Request) -> None:
+        self._request = request
+        self._id = ""
+        self._model = request.model
+        self._blocks: dict[int, _Block] = {}
+        self._pending: str | None = None  # a bare Gemini signature for the next part
+        self._has_text = False
+        self._done = False
+        self._tail: bytes | None = None  # ``"modelVersion":...}`` of every frame
+
+    def encode(self, event: c.StreamEvent) -> bytes:
+        if self._done:
+            return b""
+        return _HANDLERS[type(event)](self, event)
+
+    def _frame(self, body: Any) -> bytes:
+        return b"data: " + _encoder.encode(body) + b"\r\n\r\n"
+
+    def _chunk(
+        self,
+        parts: list[wire.Part],
+        finish: str | None = None,
+        message: str | None = None,
+        usage: wire.UsageMetadata | None = None,
+    ) -> bytes:
+        if parts and not parts[0].thought and self._pending is not None:
+            parts[0].thought_signature, self._pending = self._pending, None
+        return self._frame(
+            wire.GenerateContentResponse(
+                candidates=[candidate(parts, finish, message)],
+                usage_metadata=usage,
+                model_version=self._model,
+                response_id=self._id,
+            )
+        )
+
+    def _on_start(self, ev: c.MessageStart) -> bytes:
+        self._id = ev.id
+        self._model = ev.model or self._request.model
+        self._tail = None
+        return b""
+
+    def _on_block_start(self, ev: c.BlockStart) -> bytes:
+        self._blocks.setdefault(ev.index, _Block(ev))
+        return b""
+
+    def _on_delta(self, ev: c.BlockDelta) -> bytes:
+        block = self._blocks.get(ev.index)
+        if block is None or not ev.text:
+            return b""
+        if block.kind == "tool_call":
+            block.args.append(ev.text)
+            return b""
+        if block.kind == "reasoning":
+            block.has_text = True
+            block.args.append(ev.text)  # the thought's text travels with its carrier
+            return self._delta_frame(ev.text, _THOUGHT_TAIL)
+        if block.kind in ("text", "refusal"):
+            self._has_text = True
+            if self._pending is not None:
+                return self._chunk([wire.Part(text=ev.text)])
+            return self._delta_frame(ev.text, _TEXT_TAIL)
+        return b""
+
+    def _delta_frame(self, text: str, part_tail: bytes) -> bytes:
+        """A one-part frame from byte templates (the hot path: one per delta); the
+        same bytes ``_chunk`` writes."""
+        tail = self._tail
+        if tail is None:
+            tail = self._tail = _encoder.encode(
+                wire.GenerateContentResponse(model_version=self._model, response_id=self._id)
+            )[1:]
+        return _DELTA_HEAD + _encoder.encode(text) + part_tail + b"," + tail + b"\r\n\r\n"
+
+    def _on_signature(self, ev: c.BlockSignature) -> bytes:
+        block = self._blocks.get(ev.index)
+        if block is not None:
+            if ev.signature is not None:
+                block.reasoning.signature = ev.signature
+            if ev.encrypted_content is not None:
+                block.reasoning.encrypted_content = ev.encrypted_content
+            if ev.item_id is not None:
+                block.reasoning.item_id = ev.item_id
+        return b""
+
+    def _on_citations(self, ev: c.Citations) -> bytes:
+        return b""  # Gemini's grounding metadata has no place for client citations
+
+    def _on_stop(self, ev: c.BlockStop) -> bytes:
+        block = self._blocks.pop(ev.index, None)
+        if block is None:
+            return b""
+        if block.kind == "tool_call":
+            call = c.ToolCall(id=block.call_id, name=block.name, arguments="".join(block.args))
+            fc = wire.FunctionCall(id=call.id, name=call.name, args=args_out(call))
+            return self._chunk([wire.Part(function_call=fc)])
+        if block.kind in ("reasoning", "redacted_reasoning"):
+            r = block.reasoning
+            r.text = "".join(block.args)
+            own = signatures.gemini_signature(r)
+            if own is not None and block.has_text:  # Gemini's own, where Gemini put it
+                return self._chunk([wire.Part(text="", thought=True, thought_signature=own)])
+            carrier = own or signatures.client_signature(r)
+            if carrier is not None:
+                out = self._chunk([wire.Part(text="")]) if self._pending is not None else b""
+                self._pending = carrier  # for the next non-thought part
+                return out
+        return b""
+
+    def _on_finish(self, ev: c.Finish) -> bytes:
+        out = b"".join(self._on_stop(c.BlockStop(index=i)) for i in list(self._blocks))
+        finish, message, extra = finish_out(ev.stop_reason, self._has_text, ev.refusal_explanation)
+        parts: list[wire.Part] = []
+        if extra:
+            parts.append(wire.Part(text=extra))
+        elif self._pending is not None:
+            parts.append(wire.Part(text=""))
+        self._done = True
+        return out + self._chunk(parts, finish, message, usage_out(ev.usage))
+
+    def _on_error(self, ev: c.StreamError) -> bytes:
+        self._done = True
+        return self._frame(error_response(ev.status, ev.kind, ev.message))
+
+
+_HANDLERS: dict[type, Callable[[GeminiStreamEncoder, Any], bytes]] = {
+    c.MessageStart: GeminiStreamEncoder._on_start,
+    c.BlockStart: GeminiStreamEncoder._on_block_start,
+    c.BlockDelta: GeminiStreamEncoder._on_delta,
+    c.BlockSignature: GeminiStreamEncoder._on_signature,
+    c.Citations: GeminiStreamEncoder._on_citations,
+    c.BlockStop: GeminiStreamEncoder._on_stop,
+    c.Finish: GeminiStreamEncoder._on_finish,
+    c.StreamError: GeminiStreamEncoder._on_error,
+}

@@ -1,0 +1,192 @@
+"""Gemini ``generateContent`` wire shapes as msgspec Structs (camelCase on the wire).
+
+One definition per shape, used in both directions, as in the other codecs. A ``Part``
+is a oneof by field presence (``text``, ``inlineData``, ``functionCall``, ...), not a
+tagged union, so it is one Struct with every member optional; ``thought`` and
+``thoughtSignature`` ride on any part.
+
+Google's JSON accepts snake_case spellings too (the proto field names): clients such as
+pydantic-ai send ``thinking_config``/``parameters_json_schema``. ``request.py`` renames
+those keys before converting; upstream answers are always camelCase and decode directly.
+
+Every optional field defaults to None and is omitted when encoding (``omit_defaults``),
+so nothing the API would reject as ``null`` is sent, and answers look like Google's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", gc=False):
+    pass
+
+
+# ---------------------------------------------------------------------- parts
+
+
+class Blob(_Wire):
+    mime_type: str | None = None
+    data: str = ""
+
+
+class FileData(_Wire):
+    mime_type: str | None = None
+    file_uri: str = ""
+
+
+class FunctionCall(_Wire):
+    name: str = ""
+    args: dict[str, Any] | None = None
+    id: str | None = None
+
+
+class FunctionResponse(_Wire):
+    name: str = ""
+    response: dict[str, Any] | None = None
+    id: str | None = None
+    parts: list[dict[str, Any]] | None = None  # multimodal results (Gemini 3)
+
+
+class Part(_Wire):
+    text: str | None = None
+    thought: bool | None = None
+    thought_signature: str | None = None
+    inline_data: Blob | None = None
+    file_data: FileData | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+    executable_code: dict[str, Any] | None = None
+    code_execution_result: dict[str, Any] | None = None
+    video_metadata: dict[str, Any] | None = None
+
+
+class Content(_Wire):
+    role: str | None = None
+    parts: list[Part] = msgspec.field(default_factory=list)
+
+
+# -------------------------------------------------------------------- request
+
+
+class FunctionDeclaration(_Wire):
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None  # Google's OpenAPI-subset Schema
+    parameters_json_schema: Any = None  # plain JSON Schema
+    response: dict[str, Any] | None = None
+    response_json_schema: Any = None
+    behavior: str | None = None
+
+
+class FunctionCallingConfig(_Wire):
+    mode: str | None = None  # AUTO / ANY / NONE / VALIDATED
+    allowed_function_names: list[str] | None = None
+
+
+class ToolConfig(_Wire):
+    function_calling_config: FunctionCallingConfig | None = None
+    retrieval_config: dict[str, Any] | None = None
+
+
+class ThinkingConfig(_Wire):
+    include_thoughts: bool | None = None
+    thinking_budget: int | None = None
+    thinking_level: str | None = None
+
+
+class GenerationConfig(_Wire):
+    stop_sequences: list[str] | None = None
+    response_mime_type: str | None = None
+    response_schema: dict[str, Any] | None = None
+    response_json_schema: Any = None
+    response_modalities: list[str] | None = None
+    candidate_count: int | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    response_logprobs: bool | None = None
+    logprobs: int | None = None
+    thinking_config: ThinkingConfig | None = None
+    media_resolution: str | None = None
+    speech_config: dict[str, Any] | None = None
+    image_config: dict[str, Any] | None = None
+    enable_enhanced_civic_answers: bool | None = None
+
+
+class GenerateContentRequest(_Wire):
+    contents: list[Content] = msgspec.field(default_factory=list)
+    system_instruction: Content | None = None
+    tools: list[dict[str, Any]] | None = None  # functionDeclarations or a server tool
+    tool_config: ToolConfig | None = None
+    generation_config: GenerationConfig | None = None
+    safety_settings: list[dict[str, Any]] | None = None
+    cached_content: str | None = None
+    labels: dict[str, str] | None = None
+    model: str | None = None  # only inside countTokens' generateContentRequest
+
+
+class CountTokensRequest(_Wire):
+    contents: list[Content] | None = None
+    generate_content_request: GenerateContentRequest | None = None
+
+
+# ------------------------------------------------------------------- response
+
+
+class Candidate(_Wire):
+    content: Content | None = None
+    finish_reason: str | None = None
+    finish_message: str | None = None
+    index: int | None = None
+    safety_ratings: list[dict[str, Any]] | None = None
+    citation_metadata: dict[str, Any] | None = None
+    grounding_metadata: dict[str, Any] | None = None
+    token_count: int | None = None
+    avg_logprobs: float | None = None
+
+
+class PromptFeedback(_Wire):
+    block_reason: str | None = None
+    block_reason_message: str | None = None
+    safety_ratings: list[dict[str, Any]] | None = None
+
+
+class UsageMetadata(_Wire):
+    prompt_token_count: int | None = None
+    cached_content_token_count: int | None = None
+    candidates_token_count: int | None = None
+    tool_use_prompt_token_count: int | None = None
+    thoughts_token_count: int | None = None
+    total_token_count: int | None = None
+
+
+class GenerateContentResponse(_Wire):
+    candidates: list[Candidate] | None = None
+    prompt_feedback: PromptFeedback | None = None
+    usage_metadata: UsageMetadata | None = None
+    model_version: str | None = None
+    response_id: str | None = None
+
+
+class CountTokensResponse(_Wire):
+    total_tokens: int
+
+
+# --------------------------------------------------------------------- errors
+
+
+class ErrorBody(_Wire):
+    code: int
+    message: str
+    status: str
+
+
+class ErrorResponse(_Wire):
+    error: ErrorBody
