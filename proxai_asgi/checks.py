@@ -30,7 +30,9 @@ _BASE64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= 
 
 
 def check_request(request: c.Request, *, lossy: bool = False) -> None:
-    """Raise a 400 ``ProxyError`` for what no target API accepts.
+    """Raise a 400 ``ProxyError`` for what no target API accepts: a ``tool_choice``
+    naming a tool that is not in ``tools``, a tool result answering no call, media data
+    that is not base64.
 
     ``lossy``: the client may refer to state this stateless proxy dropped
     (``previous_response_id``, item references), so unmatched tool results are left
@@ -44,6 +46,16 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
     Struct class that does not match costs ~70 ns (its metaclass takes CPython's
     slow path), a type identity test ~15 ns.
     """
+    choice = request.tool_choice
+    if (
+        choice is not None
+        and choice.mode == "tool"
+        and choice.name not in {t.name for t in request.tools}
+    ):
+        raise ProxyError.invalid(
+            f"tool_choice names the tool {choice.name!r}, which is not in tools",
+            param="tool_choice",
+        )
     calls: set[str] = set()
     results: list[c.ToolResult] = []
     media = False

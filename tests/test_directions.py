@@ -19,7 +19,7 @@ import pytest
 
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import Codec, ProtocolName, UpstreamOptions, fold, unfold
-from proxai_asgi.errors import TranslationReport
+from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
 from proxai_asgi.sse import SSEDecoder
 from tests.helpers.captures import capture_names, load, request_body, response_body
@@ -401,6 +401,11 @@ def test_claude_codes_adaptive_thinking_sends_no_reasoning_to_openai_upstreams()
     assert report.dropped == []
 
 
+# Recorded requests their provider rejected for their shape, which the client codec
+# rejects the same way (tests/protocols/*/test_captures.py compares the messages). The
+# Anthropic 400 is model-specific (an effort level that model lacks): the upstream's.
+REJECTED_AS_THEIR_PROVIDER_DID = {"responses_err_400_invalid_request"}
+
 REQUEST_CAPTURES = [
     (n, target)
     for n in capture_names()
@@ -426,6 +431,11 @@ def test_capture_request_becomes_a_valid_upstream_request_with_the_same_conversa
     source: Codec = get_codec(protocol_of(name))
     upstream: Codec = get_codec(target)
     report = TranslationReport(lossy=False)
+    if name in REJECTED_AS_THEIR_PROVIDER_DID:
+        with pytest.raises(ProxyError) as info:
+            source.decode_request(request_body(name), report)
+        assert info.value.status == 400
+        return
     try:
         creq = source.decode_request(request_body(name), report)
         if source.name == "gemini_generate_content":

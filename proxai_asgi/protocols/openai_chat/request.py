@@ -13,6 +13,7 @@ from ... import canonical as c
 from ... import ids
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from . import validate
 from . import wire as w
 
 _REQUEST_DEC = msgspec.json.Decoder(w.ChatRequest)
@@ -316,6 +317,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
     if not req.messages:
         raise _invalid("messages must not be empty", "messages")
+    validate.check(req)
 
     system: list[c.Text] = []
     messages: list[c.Message] = []

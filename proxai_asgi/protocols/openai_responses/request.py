@@ -11,6 +11,7 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ..openai_chat.validate import check_effort, check_range
 from . import wire as w
 from .response import reasoning_in
 
@@ -151,6 +152,15 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
 
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
+    # What the Responses API itself rejects with a 400 (never clamped, dropped or
+    # passed on changed).
+    check_range("temperature", req.temperature, 0, 2)
+    check_range("top_p", req.top_p, 0, 1)
+    check_effort(req.reasoning.effort if req.reasoning else None, "reasoning.effort")
+    if req.input == []:
+        raise ProxyError.invalid(
+            "Invalid 'input': empty array. Expected at least one item.", "input"
+        )
     if req.store:
         # store: false is what a stateless proxy does anyway; store: true is not honoured.
         report.drop("store")
@@ -236,6 +246,23 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     )
 
 
+# The hosted tool types of the Responses API (dated variants such as
+# ``web_search_preview_2025_03_11`` share the prefix).
+HOSTED_TOOL_TYPES = (
+    "web_search",
+    "file_search",
+    "computer_use",
+    "code_interpreter",
+    "image_generation",
+    "mcp",
+    "local_shell",
+    "shell",
+    "apply_patch",
+    "tool_search",
+    "namespace",
+)
+
+
 def _careful_tool(
     raw: Raw, i: int, hosted: list[c.HostedTool]
 ) -> w.FunctionTool | w.CustomTool | None:
@@ -247,6 +274,12 @@ def _careful_tool(
         return _decode(_function_tool, raw, path)
     if kind == "custom":
         return _decode(_custom_tool, raw, path)
+    if not kind.startswith(HOSTED_TOOL_TYPES):
+        raise ProxyError.invalid(
+            f"Invalid value: '{kind}'. Supported values are: 'function', 'custom', "
+            + ", ".join(f"'{t}'" for t in HOSTED_TOOL_TYPES),
+            param=f"{path}.type",
+        )
     hosted.append(
         c.HostedTool(protocol="openai_responses", type=kind, raw=_decode(_raw_object, raw, path))
     )

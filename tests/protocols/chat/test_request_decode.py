@@ -230,6 +230,7 @@ def test_chat_assistant_tool_call_arguments_are_kept_verbatim() -> None:
                     {"id": "c1", "type": "function", "function": {"name": "f", "arguments": raw}}
                 ],
             },
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
         )
     )
     call = r.messages[1].content[0]
@@ -392,9 +393,11 @@ def test_chat_custom_tool_grammar_format_becomes_the_flat_canonical_responses_sh
 def test_chat_tool_choice_maps_to_canonical_tool_choice(
     choice: Any, expected: c.ToolChoice
 ) -> None:
-    r, report = decode_req(
-        body(tools=[{"type": "function", "function": {"name": "f"}}], tool_choice=choice)
-    )
+    tools = [
+        {"type": "function", "function": {"name": "f"}},
+        {"type": "custom", "custom": {"name": "p"}},
+    ]
+    r, report = decode_req(body(tools=tools, tool_choice=choice))
     assert r.tool_choice == expected
     assert report.dropped == []
 

@@ -8,7 +8,7 @@ import pytest
 
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import fold
-from proxai_asgi.errors import TranslationReport
+from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.openai_responses import CODEC
 from tests.helpers.captures import capture_names, load, request_body, response_body
 from tests.helpers.validate_responses import validate_responses_stream
@@ -23,7 +23,10 @@ def test_the_captures_are_there() -> None:
     assert len(SSE) == 4 and len(JSON) == 3
 
 
-@pytest.mark.parametrize("name", capture_names("responses_"))
+# (The 400 recording's request is one OpenAI rejected for its shape: the next test.)
+@pytest.mark.parametrize(
+    "name", [n for n in capture_names("responses_") if n != "responses_err_400_invalid_request"]
+)
 def test_every_capture_request_decodes_as_a_client_request(name: str) -> None:
     report = TranslationReport()
     creq = CODEC.decode_request(request_body(name), report)
@@ -31,6 +34,15 @@ def test_every_capture_request_decodes_as_a_client_request(name: str) -> None:
     assert creq.model == body["model"] and creq.stream is bool(body.get("stream"))
     assert creq.messages and creq.messages[-1].role == "user"
     assert report.dropped == []
+
+
+def test_a_request_openai_rejected_is_rejected_with_openais_message_and_param() -> None:
+    recorded = json.loads(load("responses_err_400_invalid_request")["response"]["body"])["error"]
+    with pytest.raises(ProxyError) as info:
+        CODEC.decode_request(request_body("responses_err_400_invalid_request"), TranslationReport())
+    err = info.value
+    assert (err.status, err.message, err.param) == (400, recorded["message"], recorded["param"])
+    assert err.code == recorded["code"]
 
 
 def test_the_parallel_calls_capture_request_hoists_its_developer_message() -> None:

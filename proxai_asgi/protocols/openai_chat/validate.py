@@ -1,0 +1,127 @@
+"""What the Chat Completions API rejects with a 400, checked before translation.
+
+A client written against OpenAI relies on these 400s to find its own bugs; a proxy that
+accepts such a request and quietly changes it (a clamped temperature, a dropped tool, a
+deleted message) hides them and answers a different question. One pass over the
+decoded request, no second parse; pass-through requests are the upstream's to judge.
+"""
+
+from __future__ import annotations
+
+from msgspec import UNSET
+
+from ...errors import ProxyError
+from . import wire as w
+
+# The values OpenAI's reference lists for ``reasoning_effort``.
+EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
+TOOL_TYPES = frozenset({"function", "custom"})
+
+
+def _invalid(message: str, param: str, code: str | None = None) -> ProxyError:
+    err = ProxyError.invalid(message, param=param)
+    err.code = code
+    return err
+
+
+def check_range(name: str, value: float | None, low: float, high: float) -> None:
+    if value is None:
+        return
+    if value < low:
+        raise _invalid(
+            f"Invalid '{name}': decimal below minimum value. Expected a value >= {low:g}, "
+            f"but got {value:g} instead.",
+            name,
+            "decimal_below_min_value",
+        )
+    if value > high:
+        raise _invalid(
+            f"Invalid '{name}': decimal above maximum value. Expected a value <= {high:g}, "
+            f"but got {value:g} instead.",
+            name,
+            "decimal_above_max_value",
+        )
+
+
+def check_effort(effort: str | None, param: str) -> None:
+    if effort is not None and effort not in EFFORTS:
+        raise _invalid(
+            f"Invalid value: '{effort}'. Supported values are: "
+            + ", ".join(f"'{e}'" for e in sorted(EFFORTS)),
+            param,
+        )
+
+
+def _empty(content: object) -> bool:
+    return content is None or content == "" or content == [] or content is UNSET
+
+
+def check(req: w.ChatRequest) -> None:
+    check_range("temperature", req.temperature, 0, 2)
+    check_range("top_p", req.top_p, 0, 1)
+    if req.n is not None and req.n < 1:
+        raise _invalid(
+            f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got "
+            f"{req.n} instead.",
+            "n",
+        )
+    check_effort(req.reasoning_effort, "reasoning_effort")
+    for i, t in enumerate(req.tools or ()):
+        kind = "function" if t.type is UNSET else t.type
+        if kind not in TOOL_TYPES:
+            raise _invalid(
+                f"Invalid value: '{kind}'. Supported values are: 'function' and 'custom'.",
+                f"tools[{i}].type",
+            )
+    _check_messages(req.messages)
+
+
+def _check_messages(messages: list[w.Message]) -> None:
+    conversation = False
+    pending: dict[str, int] = {}  # tool call ids awaiting their tool message -> position
+    for i, m in enumerate(messages):
+        if isinstance(m, w.ToolMessage):
+            conversation = True  # (a result answering nothing is reported by checks.py)
+            pending.pop(m.tool_call_id, None)
+            continue
+        if pending:
+            _unanswered(pending)
+        if isinstance(m, w.UserMessage):
+            conversation = True
+            if _empty(m.content):
+                raise _invalid(
+                    f"Invalid 'messages[{i}].content': a user message must not be empty.",
+                    f"messages[{i}].content",
+                )
+        elif isinstance(m, w.AssistantMessage):
+            conversation = True
+            a = m
+            if a.tool_calls:
+                pending.update((call.id, i) for call in a.tool_calls)
+            elif (a.content is None or a.content is UNSET) and not (
+                a.refusal or a.function_call or a.audio
+            ):
+                # (``content: ""`` is accepted: real clients send it after a tool turn)
+                raise _invalid(
+                    f"Invalid 'messages[{i}]': an assistant message must have 'content' "
+                    "or 'tool_calls'.",
+                    f"messages[{i}]",
+                )
+    if pending:
+        _unanswered(pending)
+    if not conversation:
+        raise _invalid(
+            "Invalid 'messages': at least one user or assistant message is required "
+            "besides system and developer messages.",
+            "messages",
+        )
+
+
+def _unanswered(pending: dict[str, int]) -> None:
+    at = min(pending.values())
+    raise _invalid(
+        "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+        f"response messages: {', '.join(pending)}",
+        f"messages.[{at}].role",
+    )
