@@ -60,6 +60,16 @@ _PATHS: dict[str, ProtocolName] = {
     "/messages": "anthropic_messages",
 }
 _head_decoder = msgspec.json.Decoder(RequestHead)
+_NOT_JSON = frozenset(
+    {
+        b"text/plain",
+        b"application/x-www-form-urlencoded",
+        b"multipart/form-data",
+        b"text/xml",
+        b"application/xml",
+        b"text/html",
+    }
+)
 
 
 def _query_key(query: bytes) -> bytes | None:
@@ -372,6 +382,13 @@ class Exchange:
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 raise ProxyError(
                     413, f"request body exceeds {limit} bytes", kind="request_too_large"
+                )
+            if k == b"content-type" and v.split(b";", 1)[0].strip().lower() in _NOT_JSON:
+                # The providers answer a body labelled as something else with a 400,
+                # whatever it holds; a request with no content-type is read as JSON.
+                raise ProxyError.invalid(
+                    f"Content-Type {v.decode('latin-1')!r} is not supported: send the "
+                    "request body as application/json"
                 )
         parts: list[bytes] = []
         size = 0

@@ -12,11 +12,12 @@ which the error message must contain (the field, the path, or what is wrong), an
 the few cases whose invalidity depends on the target (non-JSON tool arguments are a
 string to OpenAI but must become an object for Anthropic), which upstreams it applies to.
 
-The proxy judges a body by its bytes, not its label: valid JSON sent as ``text/plain``
-(``curl -d`` sends form-urlencoded) is served. So the "wrong content type" cases carry a
-body of that type (a form, multipart, XML, plain text). Numbers out of range
-(``temperature: 5``, ``max_tokens: 10**30``) are left to the upstream to judge and are
-not here either.
+As the providers do, the proxy judges a body by its label too: a body labelled as plain
+text, a form, multipart or XML is a 400 even when it holds valid JSON (a request with no
+content-type is read as JSON). Requests valid in shape that the client's provider rejects
+(an out-of-range ``temperature``, ``n: 0``, an unknown tool type, a tool call without its
+result...) are here as well (``_provider_rejections``), each streamed and not: the proxy
+rejects them the provider's way instead of clamping, dropping or forwarding them.
 """
 
 from __future__ import annotations
@@ -143,6 +144,14 @@ def _raw_cases(client: str, limit: int) -> Iterator[Case]:
         content_type="multipart/form-data; boundary=b",
     )
     yield Case(client, "text-plain", b"hello, model", json_words, content_type="text/plain")
+    # Valid JSON labelled as plain text: the providers judge the label, not the bytes.
+    yield Case(
+        client,
+        "json-as-text-plain",
+        _dump(base(client)),
+        ("content-type",),
+        content_type="text/plain",
+    )
     yield Case(
         client, "xml", b"<request><model>m</model></request>", json_words, content_type="text/xml"
     )
@@ -873,6 +882,61 @@ def _gemini_cases() -> Iterator[Case]:
     yield case("safety-settings-string", ("safetySettings",), "none", ("safetysettings",))
 
 
+def _provider_rejections() -> Iterator[Case]:
+    """Requests valid in shape that the client's own provider rejects with a 400 (issue
+    13 §4) — the proxy used to clamp, drop or forward them changed. Each is sent
+    streamed and not."""
+    hi = {"role": "user", "content": "hi"}
+    answer = {"role": "assistant", "content": "a"}
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    fn = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    chat: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+        ("temperature-5", {"temperature": 5}, ("temperature",)),
+        ("temperature-negative", {"temperature": -1}, ("temperature",)),
+        ("top-p-1.5", {"top_p": 1.5}, ("top_p",)),
+        ("n-0", {"n": 0}, ("'n'",)),
+        ("effort-extreme", {"reasoning_effort": "extreme"}, ("extreme",)),
+        ("tool-unknown-type", {"tools": [{"type": "robot", "robot": {}}]}, ("robot",)),
+        (
+            "tool-choice-unknown-tool",
+            {"tools": [fn], "tool_choice": {"type": "function", "function": {"name": "g"}}},
+            ("tool_choice",),
+        ),
+        (
+            "assistant-empty",
+            {"messages": [hi, {"role": "assistant"}, hi]},
+            ("assistant",),
+        ),
+        (
+            "tool-call-without-result",
+            {"tools": [fn], "messages": [hi, {"role": "assistant", "tool_calls": [call]}, hi]},
+            ("call_1",),
+        ),
+        ("user-empty", {"messages": [hi, answer, {"role": "user", "content": ""}]}, ("empty",)),
+        ("system-only", {"messages": [{"role": "system", "content": "be brief"}]}, ("user",)),
+    ]  # fmt: skip
+    responses: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+        ("temperature-5", {"temperature": 5}, ("temperature",)),
+        ("effort-extreme", {"reasoning": {"effort": "extreme"}}, ("extreme",)),
+        ("input-empty", {"input": []}, ("input",)),
+        ("tool-unknown-type", {"tools": [{"type": "robot"}]}, ("robot",)),
+        (
+            "tool-choice-unknown-tool",
+            {
+                "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+                "tool_choice": {"type": "function", "name": "g"},
+            },
+            ("tool_choice",),
+        ),
+    ]
+    for client, cases in ((CHAT, chat), (RESPONSES, responses)):
+        for name, fields, needles in cases:
+            for stream in (False, True):
+                doc = {**base(client), **fields, **({"stream": True} if stream else {})}
+                label = f"rejected-{name}{'-stream' if stream else ''}"
+                yield Case(client, label, _dump(doc), needles)
+
+
 def generate(limit: int) -> list[Case]:
     """The whole corpus for a proxy with ``max_body_size=limit``."""
     out: list[Case] = []
@@ -882,6 +946,7 @@ def generate(limit: int) -> list[Case]:
     out.extend(_responses_cases())
     out.extend(_anthropic_cases())
     out.extend(_gemini_cases())
+    out.extend(_provider_rejections())
     ids = [c.id for c in out]
     dupes = {i for i in ids if ids.count(i) > 1}
     assert not dupes, f"duplicate case ids: {dupes}"
