@@ -929,7 +929,39 @@ def _provider_rejections() -> Iterator[Case]:
             ("tool_choice",),
         ),
     ]
-    for client, cases in ((CHAT, chat), (RESPONSES, responses)):
+    bmp = {"type": "base64", "media_type": "image/bmp", "data": "Qk0="}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    anthropic: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+        ("temperature-5", {"temperature": 5}, ("temperature",)),
+        ("thinking-without-budget", {"thinking": {"type": "enabled"}}, ("budget_tokens",)),
+        ("thinking-budget-100", {"thinking": {"type": "enabled", "budget_tokens": 100}}, ("1024",)),
+        (
+            "image-bmp",
+            {"messages": [{"role": "user", "content": [{"type": "image", "source": bmp}]}]},
+            ("media_type",),
+        ),
+        (
+            "tool-use-without-result",
+            {
+                "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+                "messages": [
+                    hi,
+                    {"role": "assistant", "content": [use]},
+                    {"role": "user", "content": "go on"},
+                ],
+            },
+            ("tool_result",),
+        ),
+        (
+            "tool-choice-unknown-tool",
+            {
+                "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+                "tool_choice": {"type": "tool", "name": "g"},
+            },
+            ("tool_choice",),
+        ),
+    ]
+    for client, cases in ((CHAT, chat), (RESPONSES, responses), (ANTHROPIC, anthropic)):
         for name, fields, needles in cases:
             for stream in (False, True):
                 doc = {**base(client), **fields, **({"stream": True} if stream else {})}

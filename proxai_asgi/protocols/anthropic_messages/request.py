@@ -40,6 +40,7 @@ from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import cache_breakpoints, wire
 from .response import arguments_json, citations_in, reasoning_from_thinking
+from .validate import image_media_type, validate
 
 _request_decoder = msgspec.json.Decoder(wire.MessagesRequest)
 _fields_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -119,6 +120,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest
 
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
+    validate(req)
     system = _system_in(req.system)
     messages: list[c.Message] = []
     if not req.messages:
@@ -239,6 +241,7 @@ def _media_in(
     src = b.source
     if type(b) is wire.ImageBlock:
         if type(src) is wire.Base64Source:
+            image_media_type(src.media_type, path)
             return c.Image(data=src.data, media_type=src.media_type, cache_control=b.cache_control)
         if type(src) is wire.UrlSource:
             return c.Image(url=src.url, cache_control=b.cache_control)

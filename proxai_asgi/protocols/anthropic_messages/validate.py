@@ -1,0 +1,71 @@
+"""Checks a Messages request the way Anthropic does before we translate it.
+
+A translated request must fail where Anthropic would fail it, with the same 400; the
+proxy never passes on a request it quietly changed. Cheap by design: a few field reads
+per request (image blocks are checked while they are decoded).
+
+``role: "system"`` inside ``messages`` is accepted on purpose: Claude Code sends it
+(see docs/request-fields.md), and it becomes part of the system prompt.
+"""
+
+from __future__ import annotations
+
+from ...errors import ProxyError
+from . import wire
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def validate(req: wire.MessagesRequest) -> None:
+    """Raise the 400 Anthropic gives for the cases the translation would otherwise alter."""
+    t = req.temperature
+    if t is not None and not 0 <= t <= 1:
+        raise ProxyError.invalid(
+            f"temperature: Input should be less than or equal to 1 (got {t})", "temperature"
+        )
+    th = req.thinking
+    if th is not None and th.type == "enabled":
+        if th.budget_tokens is None:
+            raise ProxyError.invalid(
+                "thinking.enabled.budget_tokens: Field required", "thinking.budget_tokens"
+            )
+        if th.budget_tokens < 1024:
+            raise ProxyError.invalid(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
+                "thinking.budget_tokens",
+            )
+    _tool_results_follow(req.messages)
+
+
+def _tool_results_follow(messages: list[wire.InputMessage]) -> None:
+    """Every ``tool_use`` is answered by a ``tool_result`` in the next message (a
+    trailing assistant turn, a prefill, is left alone: nothing follows it yet)."""
+    for i, m in enumerate(messages[:-1]):
+        if m.role != "assistant" or isinstance(m.content, str):
+            continue
+        ids = [b.id for b in m.content if type(b) is wire.ToolUseBlock]
+        if not ids:
+            continue
+        after = messages[i + 1].content
+        answered = (
+            {b.tool_use_id for b in after if type(b) is wire.ToolResultBlock}
+            if not isinstance(after, str)
+            else set()
+        )
+        missing = [x for x in ids if x not in answered]
+        if missing:
+            raise ProxyError.invalid(
+                f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message.",
+                f"messages.{i + 1}",
+            )
+
+
+def image_media_type(media_type: str, path: str) -> None:
+    if media_type not in IMAGE_TYPES:
+        raise ProxyError.invalid(
+            f"{path}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+            "'image/gif' or 'image/webp'",
+            f"{path}.source.media_type",
+        )
