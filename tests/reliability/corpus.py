@@ -919,6 +919,21 @@ def _provider_rejections() -> Iterator[Case]:
         ("temperature-5", {"temperature": 5}, ("temperature",)),
         ("effort-extreme", {"reasoning": {"effort": "extreme"}}, ("extreme",)),
         ("input-empty", {"input": []}, ("input",)),
+        (
+            "output-text-in-user-message",
+            {"input": [{"role": "user", "content": [{"type": "output_text", "text": "hi"}]}]},
+            ("output_text",),
+        ),
+        (
+            "function-call-without-output",
+            {
+                "input": [
+                    {"role": "user", "content": "hi"},
+                    {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+                ]
+            },
+            ("call_1",),
+        ),
         ("tool-unknown-type", {"tools": [{"type": "robot"}]}, ("robot",)),
         (
             "tool-choice-unknown-tool",

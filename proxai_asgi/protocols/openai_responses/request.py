@@ -335,6 +335,7 @@ def _input_messages(
             if item.role in ("system", "developer"):
                 system.extend(_system_texts(item.content, i))
             elif item.role == "user":
+                _user_parts_only(item.content, i)
                 messages.append(c.Message(role="user", content=_parts(item.content, i)))
             else:
                 _turn(messages, "assistant").extend(_parts(item.content, i))
@@ -369,7 +370,43 @@ def _input_messages(
             report.reject(
                 f"input[{i}]", "item_reference needs server-side state; send the item itself"
             )
+    if not report.lossy:  # (lossy: the outputs may live in state the client refers to)
+        _every_call_answered(messages)
     return messages
+
+
+def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
+    """A user message holds input parts; ``output_text`` and ``refusal`` are the
+    assistant's, and the API rejects them here."""
+    if isinstance(content, str):
+        return
+    for j, part in enumerate(content):
+        if type(part) is w.AssistantText or type(part) is w.RefusalPart:
+            kind = "output_text" if type(part) is w.AssistantText else "refusal"
+            raise ProxyError.invalid(
+                f"Invalid value: '{kind}'. Supported values are: 'input_text', "
+                "'input_image', and 'input_file'.",
+                param=f"input[{i}].content[{j}]",
+            )
+
+
+def _every_call_answered(messages: list[c.Message]) -> None:
+    """The API rejects a function call whose output is not in the input."""
+    answered = {
+        p.call_id
+        for m in messages
+        if m.role == "tool"
+        for p in m.content
+        if type(p) is c.ToolResult
+    }
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for p in m.content:
+            if type(p) is c.ToolCall and p.id not in answered:
+                raise ProxyError.invalid(
+                    f"No tool output found for function call {p.id}.", param="input"
+                )
 
 
 def _decode_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | None:
