@@ -888,6 +888,7 @@ def _provider_rejections() -> Iterator[Case]:
     streamed and not."""
     hi = {"role": "user", "content": "hi"}
     answer = {"role": "assistant", "content": "a"}
+    bmp_part = {"type": "image_url", "image_url": {"url": "data:image/bmp;base64,Qk0="}}
     call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     fn = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     chat: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
@@ -914,11 +915,30 @@ def _provider_rejections() -> Iterator[Case]:
         ),
         ("user-empty", {"messages": [hi, answer, {"role": "user", "content": ""}]}, ("empty",)),
         ("system-only", {"messages": [{"role": "system", "content": "be brief"}]}, ("user",)),
+        (
+            "image-bmp",
+            {"messages": [{"role": "user", "content": [bmp_part]}]},
+            ("image/bmp",),
+        ),
     ]  # fmt: skip
     responses: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         ("temperature-5", {"temperature": 5}, ("temperature",)),
         ("effort-extreme", {"reasoning": {"effort": "extreme"}}, ("extreme",)),
         ("input-empty", {"input": []}, ("input",)),
+        (
+            "image-bmp",
+            {
+                "input": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "input_image", "image_url": "data:image/bmp;base64,Qk0="}
+                        ],
+                    }
+                ]
+            },
+            ("image/bmp",),
+        ),
         (
             "output-text-in-user-message",
             {"input": [{"role": "user", "content": [{"type": "output_text", "text": "hi"}]}]},

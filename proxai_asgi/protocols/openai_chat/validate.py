@@ -52,6 +52,24 @@ def check_effort(effort: str | None, param: str) -> None:
         )
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp")
+
+
+def check_image_url(url: str | None, param: str) -> None:
+    """OpenAI takes png, jpeg, gif and webp images; a data URL of another type is a 400
+    (a URL's type is the fetcher's to judge, as at OpenAI)."""
+    if url is None or url[:5].lower() != "data:":
+        return
+    media_type = url[5:].split(";", 1)[0].split(",", 1)[0].strip().lower()
+    if media_type not in IMAGE_TYPES:
+        raise _invalid(
+            f"Invalid image: the image type {media_type or '(none)'!r} is not supported. "
+            "Supported formats are: 'png', 'jpeg', 'gif', 'webp'.",
+            param,
+            "invalid_image_format",
+        )
+
+
 def _empty(content: object) -> bool:
     return content is None or content == "" or content == [] or content is UNSET
 
@@ -93,6 +111,10 @@ def _check_messages(messages: list[w.Message]) -> None:
                     f"Invalid 'messages[{i}].content': a user message must not be empty.",
                     f"messages[{i}].content",
                 )
+            if isinstance(m.content, list):
+                for j, part in enumerate(m.content):
+                    if isinstance(part, w.ImagePart):
+                        check_image_url(part.image_url.url, f"messages[{i}].content[{j}]")
         elif isinstance(m, w.AssistantMessage):
             conversation = True
             a = m

@@ -11,7 +11,7 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
-from ..openai_chat.validate import check_effort, check_range
+from ..openai_chat.validate import check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
 
@@ -381,7 +381,9 @@ def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
     if isinstance(content, str):
         return
     for j, part in enumerate(content):
-        if type(part) is w.AssistantText or type(part) is w.RefusalPart:
+        if type(part) is w.InputImage:
+            check_image_url(part.image_url, f"input[{i}].content[{j}]")
+        elif type(part) is w.AssistantText or type(part) is w.RefusalPart:
             kind = "output_text" if type(part) is w.AssistantText else "refusal"
             raise ProxyError.invalid(
                 f"Invalid value: '{kind}'. Supported values are: 'input_text', "
