@@ -91,7 +91,10 @@ NOT_AN_ANSWER = {
     ],
     "anthropic_messages": [b'{"object":"list","data":[]}', b'{"id":"msg_1","type":"message"}'],
 }
-WRONG_SHAPES = [(c, u, i) for c, u in PAIRS for i in range(2)]
+NOT_AN_ANSWER["gemini_generate_content"] = [b'{"object":"list","data":[]}', b'{"candidates":[]}']
+WRONG_SHAPES = [(c, u, i) for c, u in PAIRS for i in range(2)] + [
+    (c, "gemini_generate_content", i) for c in PROTOCOLS for i in range(2)
+]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

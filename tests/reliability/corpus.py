@@ -968,6 +968,7 @@ def _provider_rejections() -> Iterator[Case]:
     use = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
     anthropic: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         ("temperature-5", {"temperature": 5}, ("temperature",)),
+        ("tool-unknown-type", {"tools": [{"type": "robot", "name": "r"}]}, ("robot",)),
         ("thinking-without-budget", {"thinking": {"type": "enabled"}}, ("budget_tokens",)),
         ("thinking-budget-100", {"thinking": {"type": "enabled", "budget_tokens": 100}}, ("1024",)),
         (

@@ -14,6 +14,20 @@ from ...errors import ProxyError
 from . import wire
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+# Anthropic's tool types besides client tools (``custom`` or no type); versioned ones
+# (``bash_20250124``) share a prefix.
+TOOL_TYPES = (
+    "custom",
+    "bash_",
+    "text_editor_",
+    "computer_",
+    "web_search_",
+    "web_fetch_",
+    "code_execution_",
+    "memory_",
+    "tool_search_tool_",
+    "mcp_toolset",
+)
 
 
 def validate(req: wire.MessagesRequest) -> None:
@@ -33,6 +47,14 @@ def validate(req: wire.MessagesRequest) -> None:
             raise ProxyError.invalid(
                 "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
                 "thinking.budget_tokens",
+            )
+    for i, tool in enumerate(req.tools or ()):
+        kind = tool.get("type")
+        if kind is not None and not (isinstance(kind, str) and kind.startswith(TOOL_TYPES)):
+            raise ProxyError.invalid(
+                f"tools.{i}.type: Input tag {kind!r} found using 'type' does not match any "
+                "of the expected tags",
+                f"tools.{i}.type",
             )
     _tool_results_follow(req.messages)
 
