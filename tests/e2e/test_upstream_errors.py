@@ -16,6 +16,19 @@ from .test_errors import assert_shape
 
 PROTOCOLS = ["openai_chat_completions", "openai_responses", "anthropic_messages"]
 PAIRS = [(c, u) for c in PROTOCOLS for u in PROTOCOLS if c != u]
+GEMINI = "gemini_generate_content"
+# Every translated direction, Gemini's included (for the error path).
+ALL_PAIRS = PAIRS + [(GEMINI, u) for u in PROTOCOLS] + [(c, GEMINI) for c in PROTOCOLS]
+GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 STATUSES = [400, 401, 403, 404, 413, 429, 500, 503]
 ANTHROPIC_TYPE = {
     400: "invalid_request_error",
@@ -31,6 +44,9 @@ ANTHROPIC_TYPE = {
 
 def upstream_error(protocol: str, status: int) -> bytes:
     message = f"upstream refused with {status}"
+    if protocol == GEMINI:
+        err = {"code": status, "message": message, "status": GOOGLE_STATUS[status]}
+        return json.dumps({"error": err}).encode()
     if protocol == "anthropic_messages":
         err = {"type": ANTHROPIC_TYPE[status], "message": message}
         return json.dumps({"type": "error", "error": err}).encode()
@@ -39,6 +55,11 @@ def upstream_error(protocol: str, status: int) -> bytes:
 
 
 def client_request(client: str, stream: bool) -> tuple[str, dict[str, object]]:
+    if client == GEMINI:  # the model and the stream are in the path
+        call = "streamGenerateContent?alt=sse" if stream else "generateContent"
+        return f"/v1beta/models/m:{call}", {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}]
+        }
     if client == "anthropic_messages":
         body: dict[str, object] = {
             "model": "m",
@@ -56,9 +77,18 @@ def client_request(client: str, stream: bool) -> tuple[str, dict[str, object]]:
     return path, body
 
 
+def client_error_message(client: str, r: httpx.Response) -> str:
+    """The error body in the client's shape (Google's for Gemini clients)."""
+    if client != GEMINI:
+        return assert_shape(client, r)
+    err = r.json()["error"]
+    assert err["code"] == r.status_code and isinstance(err["status"], str)
+    return str(err["message"])
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("status", STATUSES)
-@pytest.mark.parametrize(("client", "upstream"), PAIRS)
+@pytest.mark.parametrize(("client", "upstream"), ALL_PAIRS)
 @pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 def test_upstream_error_keeps_status_and_message_in_the_client_shape_on_both_transports(
     stack: Stack,
@@ -77,7 +107,7 @@ def test_upstream_error_keeps_status_and_message_in_the_client_shape_on_both_tra
     r = httpx.post(proxy + path, json=body, timeout=20)
     assert r.status_code == status
     assert r.headers["content-type"].startswith("application/json")
-    assert f"upstream refused with {status}" in assert_shape(client, r)
+    assert f"upstream refused with {status}" in client_error_message(client, r)
     assert len(fake.seen) == 1
 
 
