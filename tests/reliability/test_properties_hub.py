@@ -347,11 +347,30 @@ def _capture_requests(prefix: str) -> list[dict[str, Any]]:
     return out
 
 
+# A hand-made Gemini turn (so the mutations have a seed without the recordings too):
+# instructions, a tool loop with a thought signature, generation settings.
+GEMINI_SEED: dict[str, Any] = {
+    "systemInstruction": {"parts": [{"text": "be brief"}]},
+    "contents": [
+        {"role": "user", "parts": [{"text": "list the files"}]},
+        {
+            "role": "model",
+            "parts": [
+                {"functionCall": {"name": "ls", "args": {"path": "."}}, "thoughtSignature": "c2ln"}
+            ],
+        },
+        {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"out": "a"}}}]},
+    ],
+    "tools": [{"functionDeclarations": [{"name": "ls", "parameters": {"type": "object"}}]}],
+    "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+    "generationConfig": {"maxOutputTokens": 100, "temperature": 0.5},
+}
+
 SEEDS: dict[str, list[dict[str, Any]]] = {
     "openai_chat_completions": [CHAT_SEED, CHAT_CUSTOM_SEED, *_capture_requests("chat")],
     "openai_responses": [RESPONSES_SEED, *_capture_requests("responses")],
     "anthropic_messages": [ANTHROPIC_SEED, *_capture_requests("anthropic")],
-    "gemini_generate_content": _capture_requests("gemini"),
+    "gemini_generate_content": [GEMINI_SEED, *_capture_requests("gemini")],
 }
 
 
