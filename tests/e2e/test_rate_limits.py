@@ -128,3 +128,34 @@ def test_openai_durations_parse_and_format_back(text: str, seconds: float) -> No
 @pytest.mark.parametrize("bad", [b"", b"soon", b"5", b"1x", b"1s junk"])
 def test_a_duration_that_is_not_one_is_ignored(bad: bytes) -> None:
     assert ratelimit.parse_duration(bad) is None
+
+
+GEMINI_PAIRS = [
+    ("gemini_generate_content", u) for u in ("openai_chat_completions", "anthropic_messages")
+] + [
+    (c, "gemini_generate_content")
+    for c in ("openai_chat_completions", "openai_responses", "anthropic_messages")
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(("client", "upstream"), GEMINI_PAIRS)
+@pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
+def test_a_429_in_gemini_directions_carries_retry_after(
+    stack: Stack, fake: FakeUpstream, inner: bool, client: str, upstream: str, stream: bool
+) -> None:
+    """Google states no limits in headers: what reaches either side is the wait, as
+    ``retry-after`` in whole seconds (from ``retry-after-ms`` when that is all there is)."""
+    wait = (
+        [("retry-after-ms", "2500")]
+        if upstream != "gemini_generate_content"
+        else [("retry-after", "7")]
+    )
+    fake.push(
+        Reply(429, [("content-type", "application/json"), *wait], [upstream_error(upstream, 429)])
+    )
+    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    path, body = client_request(client, stream)
+    r = httpx.post(proxy + path, json=body, timeout=20)
+    assert r.status_code == 429
+    assert r.headers["retry-after"] == ("7" if upstream == "gemini_generate_content" else "3")
