@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ BASE = {
 }
 
 
-def client_call(protocol: ProtocolName, stream: bool, body: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+def client_call(
+    protocol: ProtocolName, stream: bool, body: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
     """Path and body of a small client request (or the recorded one)."""
     if protocol == "gemini_generate_content":
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
@@ -60,7 +63,11 @@ def client_call(protocol: ProtocolName, stream: bool, body: dict[str, Any] | Non
 
 
 async def one(
-    client: ProtocolName, upstream: ProtocolName, record: dict[str, Any], stream: bool, use_request: bool
+    client: ProtocolName,
+    upstream: ProtocolName,
+    record: dict[str, Any],
+    stream: bool,
+    use_request: bool,
 ) -> dict[str, Any]:
     seen: list[bytes] = []
     resp = record["response"]
@@ -69,7 +76,9 @@ async def one(
         seen.append(request.content)
         body = resp["body"]
         raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        headers = {k: v for k, v in resp.get("headers", {}).items() if k.lower() != "content-length"}
+        headers = {
+            k: v for k, v in resp.get("headers", {}).items() if k.lower() != "content-length"
+        }
         return httpx.Response(resp["status"], headers=headers, stream=httpx.ByteStream(raw))
 
     up_client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
@@ -130,6 +139,7 @@ def _text_record(protocol: ProtocolName) -> dict[str, Any]:
 
 
 def main() -> None:
+    time.time = lambda: 1_700_000_000.0  # answers without a timestamp get "now"
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("output")
     parser.add_argument("--compare")
