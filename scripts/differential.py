@@ -23,9 +23,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxai_asgi import ProxaiMiddleware, Upstream  # noqa: E402
-from proxai_asgi.codec import PROTOCOLS, ProtocolName  # noqa: E402
-from tests.helpers.captures import captures_dir  # noqa: E402
+from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi.codec import PROTOCOLS, ProtocolName
+from tests.helpers.captures import captures_dir
 
 PREFIX: dict[str, ProtocolName] = {
     "chat": "openai_chat_completions",
