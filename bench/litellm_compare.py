@@ -55,8 +55,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.sansio import frames, synthetic  # noqa: E402
+from proxai_asgi import Upstream, pipeline  # noqa: E402
 from proxai_asgi import canonical as c  # noqa: E402
-from proxai_asgi import checks, custom_tools  # noqa: E402
 from proxai_asgi.codec import UpstreamOptions  # noqa: E402
 from proxai_asgi.errors import TranslationReport  # noqa: E402
 from proxai_asgi.protocols import get_codec  # noqa: E402
@@ -164,34 +164,28 @@ def stream_inputs(upstream: str) -> list[tuple[str, list[bytes]]]:
 
 # ======================================================================== ours
 
-OPTIONS = UpstreamOptions()
+
+def _upstream(protocol: str) -> Upstream:
+    return Upstream(protocol, "http://upstream.bench")  # type: ignore[arg-type]
 
 
 def ours_request(client: str, upstream: str) -> Callable[[bytes], bytes]:
+    """The production pipeline's request side (default upstream options)."""
     cl, up = get_codec(client), get_codec(upstream)  # type: ignore[arg-type]
-    # As Exchange._translate decides it (with default upstream options).
-    wrap = client == R and not (
-        up.supports_custom_tools and (up.name != C or OPTIONS.native_custom_tools)
-    )
+    settings = _upstream(upstream)
 
     def run(body: bytes) -> bytes:
-        report = TranslationReport()
-        creq = cl.decode_request(body, report)
-        checks.check_request(creq)
-        creq.model = MODEL
-        if wrap:
-            custom_tools.wrap(creq)
-        return up.encode_request(creq, report, OPTIONS)
+        return pipeline.prepare(cl, up, body, settings, model=MODEL).body
 
     return run
 
 
 def ours_response(client: str, upstream: str) -> Callable[[bytes], bytes]:
     cl, up = get_codec(client), get_codec(upstream)  # type: ignore[arg-type]
-    creq = c.Request(model=MODEL, messages=[])
+    translation = pipeline.answering(cl, up, c.Request(model=MODEL, messages=[]))
 
     def run(body: bytes) -> bytes:
-        return cl.encode_response(up.decode_response(body), creq)
+        return pipeline.translate_response(translation, body)[0]
 
     return run
 
@@ -201,21 +195,9 @@ def ours_stream(client: str, upstream: str) -> Callable[[list[bytes]], list[byte
     creq = c.Request(model=MODEL, messages=[], stream=True, include_usage=True)
 
     def run(chunks: list[bytes]) -> list[bytes]:
-        sse, dec, enc = SSEDecoder(), up.stream_decoder(), cl.stream_encoder(creq)
-        out = []
-        for ch in chunks:
-            buf = bytearray()
-            for ev in sse.decode(ch):
-                for ce in dec.feed(ev):
-                    buf += enc.encode(ce)
-            out.append(bytes(buf))
-        tail = bytearray()
-        for ev in sse.flush():
-            for ce in dec.feed(ev):
-                tail += enc.encode(ce)
-        for ce in dec.close():
-            tail += enc.encode(ce)
-        out.append(bytes(tail))
+        stream = pipeline.StreamTranslator(pipeline.answering(cl, up, creq))
+        out = [stream.feed(ch) for ch in chunks]
+        out.append(stream.close())
         return out
 
     return run

@@ -10,13 +10,14 @@ report, or reject through ``TranslationReport``).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, Protocol, TypeVar, get_args
 
 import msgspec
 
 from . import canonical as c
 from .errors import ProxyError, TranslationReport
+from .settings import UpstreamOptions as UpstreamOptions  # what encoders consult
 from .sse import SSEEvent
 from .stream_tail import StreamTail
 
@@ -28,12 +29,7 @@ if TYPE_CHECKING:
 ProtocolName = Literal[
     "openai_chat_completions", "openai_responses", "anthropic_messages", "gemini_generate_content"
 ]
-PROTOCOLS: tuple[ProtocolName, ...] = (
-    "openai_chat_completions",
-    "openai_responses",
-    "anthropic_messages",
-    "gemini_generate_content",
-)
+PROTOCOLS: tuple[ProtocolName, ...] = get_args(ProtocolName)
 
 
 class RequestHead(msgspec.Struct):
@@ -44,52 +40,59 @@ class RequestHead(msgspec.Struct):
     stream: bool | None = None
 
 
+Action = Literal["generate", "count_tokens", "compact"]
+
+
 class PathCall(msgspec.Struct, frozen=True):
     """What the URL of a path-addressed protocol says (Gemini:
     ``/v1beta/models/{model}:streamGenerateContent``): the model, whether the answer
-    streams, and the method (``generate`` or ``count_tokens``)."""
+    streams, and the method."""
 
     model: str
     stream: bool
-    action: Literal["generate", "count_tokens"] = "generate"
+    action: Action = "generate"
+
+
+class Served(NamedTuple):
+    """A client path a codec serves: the method, and for a path-addressed protocol
+    the model and stream flag its URL names (None: they are in the body)."""
+
+    action: Action
+    call: PathCall | None
 
 
 class BodyAddressed:
     """How protocols with the model and stream flag in the body, served on fixed paths,
-    are addressed: no path call, and the upstream URL is ``base_url + upstream_path``
-    (an Anthropic-style ``/v1/...`` path tolerates a base_url that already ends in
-    ``/v1``)."""
+    are addressed: ``paths`` maps each served path to its method; the upstream URL is
+    ``base_url + upstream_path`` (an Anthropic-style ``/v1/...`` path tolerates a
+    base_url that already ends in ``/v1``); an in-process upstream is called on the
+    first path of the method."""
 
     model_in_path: bool = False
     upstream_path: str = ""
+    paths: Mapping[str, Action] = {}
+
+    def serves(self, path: str) -> Served | None:
+        action = self.paths.get(path)
+        return None if action is None else Served(action, None)
 
     def path_call(self, path: str) -> PathCall | None:
         return None
 
     def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
         path = self.upstream_path
+        if call is not None and call.action == "count_tokens":
+            path += "/count_tokens"
         if path.startswith("/v1/") and base_url.endswith("/v1"):
             base_url = base_url[:-3]
         return base_url + path
 
-
-class UpstreamOptions(msgspec.Struct, kw_only=True):
-    """Per-upstream knobs an encoder may consult."""
-
-    default_max_tokens: int = 4096
-    lossy: bool = False
-    # Send Responses ``custom`` tools natively to a Chat upstream (OpenAI has them,
-    # most Chat-compatible servers do not, so the default wraps them as functions).
-    native_custom_tools: bool = False
-    # Chat upstreams: which max-tokens field to send (OpenAI's reasoning models accept
-    # only max_completion_tokens; some older servers only max_tokens).
-    chat_max_tokens_field: str = "max_completion_tokens"
-    # Chat upstreams: replay reasoning as ``reasoning_content`` on assistant turns
-    # (DeepSeek/Kimi-style servers require it in tool loops; OpenAI rejects it).
-    echo_reasoning_content: bool = False
-    # Anthropic upstreams: place cache breakpoints for clients whose protocol caches
-    # prompt prefixes implicitly (``anthropic_messages/cache_breakpoints.py``).
-    cache_breakpoints: bool = True
+    def inner_path(self, call: PathCall | None = None) -> str:
+        wanted = call.action if call is not None else "generate"
+        for path, action in self.paths.items():
+            if action == wanted:
+                return path
+        raise ValueError(f"{type(self).__name__} serves no {wanted} path")
 
 
 class StreamDecoder(Protocol):
@@ -110,13 +113,36 @@ class StreamEncoder(Protocol):
 
 
 class Codec(Protocol):
+    """One wire protocol, both sides, and its identity: the paths it serves, how its
+    requests are addressed, its credentials and header family."""
+
     name: ProtocolName
-    client_paths: tuple[str, ...]  # request paths this protocol is served on
-    upstream_path: str  # appended to the upstream base_url
-    supports_custom_tools: bool
-    # Addressing: where the model and stream flag are, and how the upstream is called.
-    model_in_path: bool  # True: the URL names the model (``path_call``), not the body
+    # OpenTelemetry ``gen_ai.system`` of the provider family this protocol belongs to.
+    system: str
+    # Header name prefixes of this protocol's family, not forwarded to other families.
+    header_family: tuple[bytes, ...]
     auth_header: bytes  # the header that carries the upstream key ("authorization": Bearer)
+    required_headers: tuple[tuple[bytes, bytes], ...]  # sent upstream unless the client did
+    model_in_path: bool  # True: the URL names the model (``path_call``), not the body
+    # Client side: this protocol's freeform custom tools may reach an upstream without
+    # them wrapped as one-field JSON functions (and are unwrapped on the way back).
+    wraps_custom_tools: bool
+    # Client side: a WebSocket on the generate path is this protocol's session
+    # transport (Codex's Responses WebSocket), and compaction items are ours to build.
+    serves_websocket: bool
+    compacts: bool
+
+    def serves(self, path: str) -> Served | None:
+        """The method a client path names, or None when it is not this protocol's."""
+        ...
+
+    def takes_custom_tools(self, options: UpstreamOptions) -> bool:
+        """Upstream side: freeform custom tools can be sent as they are."""
+        ...
+
+    def inner_path(self, call: PathCall | None = None) -> str:
+        """Path (and query) an in-process upstream of this protocol is called on."""
+        ...
 
     def path_call(self, path: str) -> PathCall | None:
         """The model, stream flag and method a client path names (None: not this
@@ -162,6 +188,30 @@ class Codec(Protocol):
     ) -> list[tuple[bytes, bytes]]:
         """Headers that tell this protocol's clients the upstream's rate limits in
         their own scheme (``exhausted``: the upstream said its quota is used up)."""
+        ...
+
+    # ---- side endpoints
+    def count_tokens_request(self, body: bytes) -> c.Request:
+        """Client side: a token-count body (served when ``serves`` names the
+        ``count_tokens`` method) as the canonical request it counts."""
+        ...
+
+    def encode_token_count(self, tokens: int) -> bytes:
+        """Client side: a token count in this protocol's answer shape."""
+        ...
+
+    def lists_models(self, path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> bool:
+        """Client side: a models-listing request asks for this protocol's shape."""
+        ...
+
+    def encode_model_list(self, names: list[str], query: bytes) -> bytes: ...
+
+    def models_url(self, base_url: str) -> str:
+        """Upstream side: where the upstream lists its models."""
+        ...
+
+    def model_ids(self, body: bytes) -> list[str]:
+        """Upstream side: the model ids of a listing (``ValueError`` if it is none)."""
         ...
 
     # ---- pass-through

@@ -26,10 +26,11 @@ import msgspec
 
 from . import reasoning_carry
 from .errors import ProxyError
+from .sse import encode_event
 from .upstream import Message
 
 if TYPE_CHECKING:
-    from .middleware import Exchange
+    from .exchange import Exchange
     from .routing import Upstream
 
 # Our own words, written for this proxy.
@@ -130,15 +131,15 @@ async def serve(ex: Exchange, up: Upstream, body: bytes) -> bytes | None:
     obj = decode(body)
     items = input_items(obj)
     expanded = expand(items)
-    if is_triggered(expanded) and up.protocol != "openai_responses":
+    if is_triggered(expanded) and up.protocol != ex.client.name:
         obj["input"] = expanded[:-1]
         summary, answer = await summarize(obj, _generator(ex))
         result = response_object(obj, answer, compaction_item(summary))
         if obj.get("stream"):
-            await ex._start(200, [(b"content-type", b"text/event-stream; charset=utf-8")])
-            await ex._body(stream_events(result), more=False)
+            await ex.start(200, [(b"content-type", b"text/event-stream; charset=utf-8")])
+            await ex.body(stream_events(result), more=False)
         else:
-            await ex._json(200, _enc.encode(result), [])
+            await ex.json(200, _enc.encode(result), [])
         return None
     if expanded == items:
         return body
@@ -153,7 +154,7 @@ async def compact(ex: Exchange, body: bytes) -> None:
         raise ProxyError.invalid("model: field required", param="model")
     summary, answer = await summarize(obj, _generator(ex))
     ex.model = answer.get("model") or obj.get("model")
-    await ex._json(200, _enc.encode(compact_result(obj, answer, compaction_item(summary))), [])
+    await ex.json(200, _enc.encode(compact_result(obj, answer, compaction_item(summary))), [])
 
 
 def _generator(ex: Exchange) -> Generate:
@@ -171,8 +172,10 @@ def _generator(ex: Exchange) -> Generate:
             elif message["type"] == "http.response.body":
                 out.extend(message.get("body", b""))
 
+        from .middleware import generate as generate_in
+
         sub = type(ex)(ex.mw, ex.client, ex.scope, ex.receive, capture)
-        await sub._dispatch(body)
+        await generate_in(sub, body)
         ex.upstream, ex.usage = sub.upstream, sub.usage
         try:
             answer = decode(bytes(out))
@@ -251,7 +254,7 @@ def stream_events(obj: dict[str, Any]) -> bytes:
     out = bytearray()
     for n, (kind, fields) in enumerate(events):
         data = _enc.encode({"type": kind, **fields, "sequence_number": n})
-        out += b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+        out += encode_event(data, kind)
     return bytes(out)
 
 

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from .codec import ProtocolName
+from .codec import PROTOCOLS, ProtocolName
 from .routing import Route, Upstream
 
 
@@ -51,30 +52,19 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     prefix: str = ""
     max_body_size: int = 32 * 1024 * 1024
     log_level: str = "info"
-    demo_protocol: ProtocolName = "openai_chat_completions"
+    demo_protocol: ProtocolName = PROTOCOLS[0]  # the registry's first: Chat Completions
     lean_http: bool = True
     responses_websocket: bool = True
     workers: int = 1  # processes serving the port (each with its own pools and limits)
 
 
-class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    name: str
-    protocol: ProtocolName
-    base_url: str
-    api_key_env: str | None = None
-    api_key: str | None = None  # only with allow_inline_key = true
-    allow_inline_key: bool = False
-    headers: dict[str, str] = msgspec.field(default_factory=dict)
-    connect_timeout: float = 10.0
-    read_timeout: float = 600.0
-    stream_idle_timeout: float = 300.0
-    tool_stall_timeout: float = 120.0
-    default_max_tokens: int = 4096
-    lossy: bool = False
-    native_custom_tools: bool = False
-    chat_max_tokens_field: str = "max_completion_tokens"
-    echo_reasoning_content: bool = False
-    cache_breakpoints: bool = True
+# Keys of an ``[[upstreams]]`` table besides ``Upstream``'s own fields.
+_CONFIG_ONLY = ("api_key_env", "allow_inline_key")
+# ``Upstream`` fields a file does not set: the wrapped app is a Python-API upstream.
+_NOT_IN_FILES = ("inner", "inner_path", "_")
+UPSTREAM_KEYS = frozenset(
+    [f.name for f in fields(Upstream) if f.name not in _NOT_IN_FILES] + list(_CONFIG_ONLY)
+)
 
 
 class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -85,7 +75,7 @@ class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
-    upstreams: list[UpstreamConfig] = msgspec.field(default_factory=list)
+    upstreams: list[dict[str, Any]] = msgspec.field(default_factory=list)
     routes: list[RouteConfig] = msgspec.field(default_factory=list)
 
 
@@ -96,19 +86,24 @@ def parse(data: dict[str, Any]) -> Config:
         raise ConfigError(f"invalid configuration: {exc}") from None
     if config.server.workers < 1:
         raise ConfigError("server.workers: must be 1 or more")
-    names = [u.name for u in config.upstreams]
+    names = [str(u.get("name")) for u in config.upstreams]
     for i, u in enumerate(config.upstreams):
-        if names.count(u.name) > 1:
-            raise ConfigError(f"upstreams[{i}].name: {u.name!r} is used twice")
-        if u.api_key is not None and not u.allow_inline_key:
+        for key in u:
+            if key not in UPSTREAM_KEYS:
+                raise ConfigError(f"upstreams[{i}].{key}: unknown key")
+        if not isinstance(u.get("name"), str):
+            raise ConfigError(f"upstreams[{i}].name: required, a string")
+        if names.count(u["name"]) > 1:
+            raise ConfigError(f"upstreams[{i}].name: {u['name']!r} is used twice")
+        if u.get("api_key") is not None and not u.get("allow_inline_key"):
             raise ConfigError(
                 f"upstreams[{i}].api_key: keys belong in the environment (api_key_env); "
                 "set allow_inline_key = true to keep one in the file"
             )
-        if u.chat_max_tokens_field not in ("max_completion_tokens", "max_tokens"):
-            raise ConfigError(
-                f"upstreams[{i}].chat_max_tokens_field: must be max_completion_tokens or max_tokens"
-            )
+        try:
+            _upstream(u, u.get("api_key"))  # every value checked now, keys aside
+        except (msgspec.ValidationError, ValueError) as exc:
+            raise ConfigError(f"upstreams[{i}]: {exc}") from None
     for i, r in enumerate(config.routes):
         if r.upstream not in names:
             raise ConfigError(f"routes[{i}].upstream: no upstream named {r.upstream!r}")
@@ -126,36 +121,27 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def build_upstream(u: UpstreamConfig, env: dict[str, str] | None = None) -> Upstream:
+def _upstream(table: dict[str, Any], key: str | None) -> Upstream:
+    values = {k: v for k, v in table.items() if k not in _CONFIG_ONLY}
+    values["api_key"] = key
+    return msgspec.convert(values, Upstream)
+
+
+def build_upstream(table: dict[str, Any], env: dict[str, str] | None = None) -> Upstream:
     env = dict(os.environ) if env is None else env
-    key = u.api_key
-    if u.api_key_env:
-        key = env.get(u.api_key_env)
+    key = table.get("api_key")
+    variable = table.get("api_key_env")
+    if variable:
+        key = env.get(variable)
         if not key:
-            raise ConfigError(f"upstreams.{u.name}.api_key_env: ${u.api_key_env} is not set")
-    return Upstream(
-        u.protocol,
-        u.base_url,
-        key,
-        name=u.name,
-        headers=dict(u.headers),
-        connect_timeout=u.connect_timeout,
-        read_timeout=u.read_timeout,
-        stream_idle_timeout=u.stream_idle_timeout,
-        tool_stall_timeout=u.tool_stall_timeout,
-        default_max_tokens=u.default_max_tokens,
-        lossy=u.lossy,
-        native_custom_tools=u.native_custom_tools,
-        chat_max_tokens_field=u.chat_max_tokens_field,
-        echo_reasoning_content=u.echo_reasoning_content,
-        cache_breakpoints=u.cache_breakpoints,
-    )
+            raise ConfigError(f"upstreams.{table['name']}.api_key_env: ${variable} is not set")
+    return _upstream(table, key)
 
 
 def build_routes(config: Config, env: dict[str, str] | None = None) -> list[Route]:
     """Routes from the configuration; with upstreams but no routes, every model goes
     to the first upstream."""
-    ups = {u.name: build_upstream(u, env) for u in config.upstreams}
+    ups = {u["name"]: build_upstream(u, env) for u in config.upstreams}
     if not config.routes:
         return [Route("*", next(iter(ups.values())))] if ups else []
     return [Route(r.model, ups[r.upstream], r.model_rewrite) for r in config.routes]

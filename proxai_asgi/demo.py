@@ -16,10 +16,9 @@ import hashlib
 import re
 
 from . import canonical as c
-from .codec import PROTOCOLS, Codec, unfold
+from .codec import Codec, unfold
 from .errors import ProxyError, TranslationReport
-from .protocols import get_codec
-from .routing import DEFAULT_PATHS
+from .protocols import all_codecs
 from .upstream import Message, Receive, Scope, Send
 
 _CALL = re.compile(r"^\s*call\s+([A-Za-z0-9_.-]+)\s*(.*)$", re.S)
@@ -83,10 +82,7 @@ class DemoUpstream:
     """ASGI app: POST the protocols' paths; anything else is a 404."""
 
     def __init__(self) -> None:
-        self._by_path: dict[str, Codec] = {
-            path: get_codec(protocol) for protocol, path in DEFAULT_PATHS.items()
-        }
-        self._path_codecs = [get_codec(p) for p in PROTOCOLS if get_codec(p).model_in_path]
+        self._codecs = all_codecs()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -94,12 +90,12 @@ class DemoUpstream:
             return
         if scope["type"] != "http":
             return
-        codec = self._by_path.get(scope["path"])
-        call = None
-        for path_codec in self._path_codecs if codec is None else ():
-            call = path_codec.path_call(scope["path"])  # the model in the URL (Gemini)
-            if call is not None:
-                codec = path_codec
+        codec: Codec | None = None
+        call = None  # the model in the URL (Gemini)
+        for candidate in self._codecs:
+            found = candidate.serves(scope["path"])
+            if found is not None and found.action == "generate":
+                codec, call = candidate, found.call
                 break
         if codec is None or scope["method"] != "POST":
             await _send_json(send, 404, b'{"error":{"message":"not found","type":"not_found"}}')

@@ -86,7 +86,13 @@ class ProxyError(Exception):
 
     @classmethod
     def invalid(cls, message: str, param: str | None = None) -> ProxyError:
+        """The client's request is not one its provider would take (400)."""
         return cls(400, message, kind="invalid_request", param=param)
+
+    @classmethod
+    def bad_gateway(cls, message: str) -> ProxyError:
+        """The upstream answered something its protocol cannot contain (502)."""
+        return cls(502, message, kind="bad_gateway")
 
     def __repr__(self) -> str:
         return f"ProxyError({self.status}, {self.kind}, {self.message!r})"

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
-from .codec import PROTOCOLS, PathCall, ProtocolName, UpstreamOptions
-
-# The path each protocol is served on; also where an inner-app upstream is called.
-DEFAULT_PATHS: dict[ProtocolName, str] = {
-    "openai_chat_completions": "/v1/chat/completions",
-    "openai_responses": "/v1/responses",
-    "anthropic_messages": "/v1/messages",
-}
+from .codec import PROTOCOLS, PathCall, ProtocolName
+from .settings import UpstreamOptions
 
 
 @dataclass(frozen=True)
-class Upstream:
-    """Where translated requests go.
+class Upstream(UpstreamOptions):
+    """Where translated requests go, and its options (``settings.UpstreamOptions``).
 
     ``base_url`` is taken as that protocol's official SDK takes it: OpenAI protocols
     include the version (``https://api.openai.com/v1``), Anthropic does not
@@ -31,22 +24,11 @@ class Upstream:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     _: KW_ONLY
-    name: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    connect_timeout: float = 10.0
-    read_timeout: float = 600.0  # waiting for headers, and between body chunks
-    stream_idle_timeout: float = 300.0  # no upstream bytes for this long mid-stream
-    tool_stall_timeout: float = 120.0  # ...or this long while tool arguments are half sent
-    default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when absent
-    lossy: bool = False  # drop-and-report instead of rejecting unrepresentable fields
-    native_custom_tools: bool = False
-    chat_max_tokens_field: str = "max_completion_tokens"
-    echo_reasoning_content: bool = False
-    cache_breakpoints: bool = True  # Anthropic: cache_control for OpenAI-protocol clients
     inner: bool = False  # the wrapped ASGI app is the upstream
     inner_path: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {self.protocol!r}; expected one of {PROTOCOLS}")
         if self.base_url:
@@ -85,20 +67,12 @@ class Upstream:
 
     def path_for(self, call: PathCall | None) -> tuple[str, bytes]:
         """Path and query string an inner-app upstream is called on."""
-        if self.inner_path or self.protocol in DEFAULT_PATHS:
-            return self.inner_path or DEFAULT_PATHS[self.protocol], b""
-        parts = urlsplit(self.url_for(call))
-        return parts.path, parts.query.encode()
+        from .protocols import get_codec
 
-    def options(self) -> UpstreamOptions:
-        return UpstreamOptions(
-            default_max_tokens=self.default_max_tokens,
-            lossy=self.lossy,
-            native_custom_tools=self.native_custom_tools,
-            chat_max_tokens_field=self.chat_max_tokens_field,
-            echo_reasoning_content=self.echo_reasoning_content,
-            cache_breakpoints=self.cache_breakpoints,
-        )
+        if self.inner_path:
+            return self.inner_path, b""
+        parts = urlsplit(get_codec(self.protocol).inner_path(call))
+        return parts.path, parts.query.encode()
 
 
 @dataclass(frozen=True)

@@ -118,11 +118,18 @@ class SSEDecoder:
         return self.decode(b"\n\n")
 
 
-def encode_event(data: bytes, event: str | None = None) -> bytes:
-    """One SSE frame. ``data`` must not contain newlines (JSON from msgspec never does)."""
+def frame_head(event: str | None = None) -> bytes:
+    """What precedes a frame's data: the ``event:`` line, if any, and ``data: ``. The
+    stream encoders build their byte templates from it once."""
     if event is None:
-        return b"data: " + data + b"\n\n"
-    return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+        return b"data: "
+    return b"event: " + event.encode() + b"\ndata: "
+
+
+def encode_event(data: bytes, event: str | None = None, *, end: bytes = b"\n\n") -> bytes:
+    """One SSE frame. ``data`` must not contain newlines (JSON from msgspec never does);
+    ``end`` is the blank line (Google's servers end frames with CRLF CRLF)."""
+    return frame_head(event) + data + end
 
 
 DONE_FRAME = b"data: [DONE]\n\n"

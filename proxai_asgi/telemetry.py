@@ -3,7 +3,10 @@ attributes. Without the ``otel`` extra installed this is a no-op and imports not
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .routing import Upstream
 
 try:  # pragma: no cover - exercised by whichever environment the tests run in
     from opentelemetry import trace
@@ -12,12 +15,6 @@ try:  # pragma: no cover - exercised by whichever environment the tests run in
     _tracer: Any = trace.get_tracer("proxai_asgi")
 except ImportError:  # pragma: no cover
     _tracer = None
-
-_SYSTEM = {
-    "openai_chat_completions": "openai",
-    "openai_responses": "openai",
-    "anthropic_messages": "anthropic",
-}
 
 
 def start(client_protocol: str) -> Any:
@@ -33,7 +30,7 @@ def start(client_protocol: str) -> Any:
 def finish(
     span: Any,
     *,
-    upstream_protocol: str | None,
+    upstream: Upstream | None,
     request_model: str | None,
     response_model: str | None,
     status: int,
@@ -44,9 +41,11 @@ def finish(
     if span is None:
         return
     attrs: dict[str, Any] = {"http.response.status_code": status, "proxai.stream": stream}
-    if upstream_protocol:
-        attrs["gen_ai.system"] = _SYSTEM.get(upstream_protocol, upstream_protocol)
-        attrs["proxai.upstream.protocol"] = upstream_protocol
+    if upstream is not None:
+        from .protocols import get_codec
+
+        attrs["gen_ai.system"] = get_codec(upstream.protocol).system
+        attrs["proxai.upstream.protocol"] = upstream.protocol
     if request_model:
         attrs["gen_ai.request.model"] = request_model
     if response_model:

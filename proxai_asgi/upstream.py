@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -52,18 +53,6 @@ HOP_BY_HOP = frozenset(
     }
 )
 CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key", b"cookie"})
-# Header families of the other protocols, not forwarded when translating to this one.
-_OPENAI_ONLY = (b"openai-", b"x-stainless-")
-_ANTHROPIC_ONLY = (b"anthropic-",)
-_GOOGLE_ONLY = (b"x-goog-",)
-_FOREIGN: dict[str, tuple[bytes, ...]] = {
-    "openai_chat_completions": _ANTHROPIC_ONLY + _GOOGLE_ONLY,
-    "openai_responses": _ANTHROPIC_ONLY + _GOOGLE_ONLY,
-    "anthropic_messages": _OPENAI_ONLY + _GOOGLE_ONLY,
-    "gemini_generate_content": _OPENAI_ONLY + _ANTHROPIC_ONLY,
-}
-ANTHROPIC_VERSION = b"2023-06-01"
-
 # Upstream response headers a translated answer keeps: what clients use to back off
 # and to correlate requests. Everything else describes the upstream's own body.
 _KEEP_ON_TRANSLATION = re.compile(
@@ -92,10 +81,23 @@ def _client_credential(headers: RawHeaders) -> bytes | None:
     return None
 
 
+@cache
+def _foreign_families(protocol: ProtocolName) -> tuple[bytes, ...]:
+    """Header name prefixes of the other provider families than ``protocol``'s."""
+    from .protocols import all_codecs, get_codec
+
+    own = get_codec(protocol).header_family
+    return tuple(
+        prefix
+        for codec in all_codecs()
+        if codec.header_family != own
+        for prefix in codec.header_family
+    )
+
+
 def upstream_headers(
     client_headers: RawHeaders,
     upstream: Upstream,
-    client_protocol: ProtocolName,
     *,
     passthrough: bool,
     stream: bool,
@@ -105,14 +107,13 @@ def upstream_headers(
     Hop-by-hop and proxy headers never pass. With a configured key the client's
     credentials are removed and the upstream's scheme is used; without one the
     client's credential is forwarded, re-expressed in the upstream's scheme when the
-    protocols differ. Headers of the other protocol family are not forwarded.
+    protocols differ. Headers of the other provider families are not forwarded.
     """
     from .protocols import get_codec
 
-    target = upstream.protocol
-    to_anthropic = target == "anthropic_messages"
-    foreign = _FOREIGN[target]
-    auth_header = get_codec(target).auth_header
+    target = get_codec(upstream.protocol)
+    foreign = _foreign_families(upstream.protocol)
+    auth_header = target.auth_header
     out: RawHeaders = []
     named = _connection_named(client_headers)
     for k, v in client_headers:
@@ -139,8 +140,9 @@ def upstream_headers(
             out.append((b"authorization", b"Bearer " + credential))
         else:
             out.append((auth_header, credential))
-    if to_anthropic and not any(k == b"anthropic-version" for k, _ in out):
-        out.append((b"anthropic-version", ANTHROPIC_VERSION))
+    for required, required_value in target.required_headers:
+        if not any(k == required for k, _ in out):
+            out.append((required, required_value))
     if not passthrough:
         out.append((b"content-type", b"application/json"))
         out.append((b"accept", b"text/event-stream" if stream else b"application/json"))

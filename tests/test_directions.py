@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 from proxai_asgi import canonical as c
+from proxai_asgi.codec import PROTOCOLS as REGISTERED
 from proxai_asgi.codec import Codec, ProtocolName, UpstreamOptions, fold, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
@@ -28,12 +29,7 @@ from tests.helpers.validate_chat import validate_chat_stream
 from tests.helpers.validate_gemini import validate_gemini_response, validate_gemini_stream
 from tests.helpers.validate_responses import validate_responses_stream
 
-PROTOCOLS: list[ProtocolName] = [
-    "openai_chat_completions",
-    "openai_responses",
-    "anthropic_messages",
-    "gemini_generate_content",
-]
+PROTOCOLS: list[ProtocolName] = list(REGISTERED)  # every registered codec
 PREFIX = {
     "chat": "openai_chat_completions",
     "responses": "openai_responses",

@@ -1,4 +1,9 @@
-"""One sub-package per wire protocol; each exposes ``CODEC``."""
+"""The registry of codecs: one sub-package per wire protocol, each exposing ``CODEC``.
+
+This is the one place outside a codec's own folder that names protocols: a new
+protocol is a folder and one line in ``_MODULES`` (and its name in the public
+``ProtocolName`` type). Codecs are imported on first use.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..codec import Codec, ProtocolName
+    from ..codec import Codec, ProtocolName, Served
 
 _MODULES: dict[str, str] = {
     "openai_chat_completions": "openai_chat",
@@ -14,6 +19,9 @@ _MODULES: dict[str, str] = {
     "anthropic_messages": "anthropic_messages",
     "gemini_generate_content": "gemini_generate_content",
 }
+# Whose shape a models listing is answered in, most specific claim first (a Google
+# path or key, an ``anthropic-version`` header); the last claims every request.
+_LISTING_ORDER = ("gemini_generate_content", "anthropic_messages", "openai_chat_completions")
 _CACHE: dict[str, Codec] = {}
 
 
@@ -24,3 +32,25 @@ def get_codec(name: ProtocolName) -> Codec:
         codec = module.CODEC
         _CACHE[name] = codec
     return codec
+
+
+def all_codecs() -> list[Codec]:
+    return [get_codec(name) for name in _MODULES]  # type: ignore[arg-type]
+
+
+def served(path: str) -> tuple[Codec, Served] | None:
+    """The codec serving a client path, and the method the path names."""
+    for codec in all_codecs():
+        found = codec.serves(path)
+        if found is not None:
+            return codec, found
+    return None
+
+
+def model_listing(path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> Codec:
+    """The codec whose shape a models-listing request asks for."""
+    for name in _LISTING_ORDER:
+        codec = get_codec(name)  # type: ignore[arg-type]
+        if codec.lists_models(path, headers, query):
+            return codec
+    raise AssertionError("the last codec of _LISTING_ORDER claims every listing")

@@ -37,7 +37,6 @@ from proxai_asgi.codec import ProtocolName, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
 from proxai_asgi.protocols.gemini_generate_content import signatures as gemini_signatures
-from proxai_asgi.routing import DEFAULT_PATHS
 from proxai_asgi.upstream import Receive, Scope, Send
 
 FINAL_PREFIX = "The command printed: "
@@ -249,9 +248,7 @@ class ScriptedModel:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         call = codec.path_call(scope["path"])  # a model named in the URL (Gemini)
-        if scope["method"] != "POST" or (
-            call is None and scope["path"] != DEFAULT_PATHS.get(self.protocol)
-        ):
+        if scope["method"] != "POST" or (call is None and scope["path"] != codec.inner_path()):
             err = ProxyError(404, f"scripted model: no route {scope['path']}", kind="not_found")
             await reply(404, _JSON_CT, [codec.encode_error(err)])
             return

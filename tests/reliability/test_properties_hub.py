@@ -42,12 +42,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxai_asgi import Upstream, checks, pipeline
 from proxai_asgi import canonical as c
-from proxai_asgi import checks, custom_tools
-from proxai_asgi.codec import PROTOCOLS, UpstreamOptions, fold
-from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.codec import PROTOCOLS
+from proxai_asgi.errors import ProxyError
 from proxai_asgi.protocols import get_codec
-from proxai_asgi.sse import SSEDecoder
 from tests.helpers.captures import load, path_of, present
 from tests.helpers.servers import reply_from_capture
 
@@ -411,8 +410,8 @@ def mutated(draw: st.DrawFn, seeds: list[dict[str, Any]]) -> Any:
 
 
 def translate(client: str, body: bytes) -> int:
-    """``body`` as the middleware translates it, toward both other protocols, strict and
-    lossy; returns how many upstream bodies came out. Only ProxyError may escape."""
+    """``body`` through the production pipeline toward every other protocol, strict
+    and lossy; returns how many upstream bodies came out. Only ProxyError may escape."""
     codec = get_codec(client)  # type: ignore[arg-type]
     made = 0
     for target_name in PROTOCOLS:
@@ -420,16 +419,9 @@ def translate(client: str, body: bytes) -> int:
             continue
         target = get_codec(target_name)
         for lossy in (False, True):
-            report = TranslationReport(lossy)
+            upstream = Upstream(target_name, "http://upstream.test", lossy=lossy)
             try:
-                creq = codec.decode_request(body, report)
-            except ProxyError:
-                return made
-            try:
-                checks.check_request(creq, lossy=lossy)
-                if client == "openai_responses" and not target.supports_custom_tools:
-                    custom_tools.wrap(creq)
-                out = target.encode_request(creq, report, UpstreamOptions(lossy=lossy))
+                out = pipeline.prepare(codec, target, body, upstream).body
             except ProxyError:
                 continue
             msgspec.json.decode(out)  # what goes upstream is JSON
@@ -588,62 +580,36 @@ WRAPPED = frozenset({"apply_patch", "get_secret", "f"})
 
 
 def drive(upstream: str, client: str, chunks: list[bytes]) -> bytes:
-    """The middleware's ``_translate_stream`` loop, sans IO."""
+    """The production ``StreamTranslator``, fed ``chunks``."""
     creq = c.Request(model="m", messages=[], stream=True, include_usage=True)
-    enc = get_codec(client).stream_encoder(creq)  # type: ignore[arg-type]
-    unwrap = custom_tools.StreamUnwrapper(WRAPPED) if client == "openai_responses" else None
-    dec = get_codec(upstream).stream_decoder()  # type: ignore[arg-type]
-    sse = SSEDecoder()
-    out = bytearray()
-
-    def emit(events: list[c.StreamEvent]) -> bool:
-        for ev in events:
-            for e in unwrap.feed(ev) if unwrap else (ev,):
-                out.extend(enc.encode(e))
-            if isinstance(ev, (c.Finish, c.StreamError)):
-                return True
-        return False
-
-    try:
-        done = False
-        for chunk in chunks:
-            for e in sse.decode(chunk):
-                if emit(dec.feed(e)):
-                    done = True
-                    break
-            if done:
-                break
-        if not done:
-            for e in sse.flush():
-                if emit(dec.feed(e)):
-                    done = True
-                    break
-        if not done:
-            emit(dec.close())
-    except ProxyError as err:
-        out.extend(enc.encode(c.StreamError(status=err.status, kind=err.kind, message=err.message)))
-    return bytes(out)
+    wrapped = WRAPPED if client == "openai_responses" else frozenset()
+    translation = pipeline.answering(
+        get_codec(client),  # type: ignore[arg-type]
+        get_codec(upstream),  # type: ignore[arg-type]
+        creq,
+        wrapped,
+    )
+    stream = pipeline.StreamTranslator(translation)
+    out = b"".join(stream.feed(chunk) for chunk in chunks) + stream.close()
+    assert stream.done, "a translated stream always ends"
+    return out
 
 
 def collect(upstream: str, chunks: list[bytes]) -> None:
-    """The non-stream client's path: the events folded into one response, encoded."""
-    dec = get_codec(upstream).stream_decoder()  # type: ignore[arg-type]
-    sse = SSEDecoder()
-    events: list[c.StreamEvent] = []
-    try:
-        for chunk in chunks:
-            for e in sse.decode(chunk):
-                events.extend(dec.feed(e))
-        for e in sse.flush():
-            events.extend(dec.feed(e))
-        events.extend(dec.close())
-        response = fold(events)
-    except ProxyError:
-        return
+    """The non-stream client's path: the production ``StreamCollector``, its answer
+    encoded for every client."""
     creq = c.Request(model="m", messages=[])
     for client in PROTOCOLS:
+        translation = pipeline.answering(get_codec(client), get_codec(upstream), creq)  # type: ignore[arg-type]
+        collector = pipeline.StreamCollector(translation)
+        try:
+            for chunk in chunks:
+                collector.feed(chunk)
+            response = collector.close()
+        except ProxyError:
+            return
         with contextlib.suppress(ProxyError):
-            get_codec(client).encode_response(response, creq)
+            pipeline.answer(translation, response)
 
 
 @pytest.mark.parametrize("upstream", PROTOCOLS)

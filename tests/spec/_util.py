@@ -1,6 +1,5 @@
-"""Shared, sans-IO helpers of the spec tests: hand-written upstream wire inputs, and the
-public codec functions composed the way the middleware composes them
-(upstream codec -> canonical -> client codec)."""
+"""Shared, sans-IO helpers of the spec tests: hand-written upstream wire inputs, and
+the production pipeline (``proxai_asgi.pipeline``) that translates them."""
 
 from __future__ import annotations
 
@@ -9,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from proxai_asgi import Upstream, pipeline
 from proxai_asgi import canonical as c
-from proxai_asgi.codec import ProtocolName, UpstreamOptions
-from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.codec import ProtocolName
+from proxai_asgi.errors import ProxyError
 from proxai_asgi.protocols import get_codec
 from proxai_asgi.sse import SSEDecoder, SSEEvent
 from tests.helpers.validate_anthropic import AnthropicStream, validate_anthropic_stream
@@ -51,12 +51,11 @@ def translate_request(
 ) -> dict[str, Any]:
     """A client request body as the body sent to the upstream. Without the cache
     breakpoints an Anthropic upstream gets for OpenAI clients: the spec rules are about
-    placement (the breakpoints: ``tests/protocols/anthropic/test_cache_breakpoints.py``)."""
-    report = TranslationReport(lossy)
-    creq = get_codec(client).decode_request(json.dumps(body).encode(), report)
-    options = UpstreamOptions(cache_breakpoints=False)
-    out = get_codec(upstream).encode_request(creq, report, options)
-    result: dict[str, Any] = json.loads(out)
+    placement (the breakpoints are tested in
+    ``tests/protocols/anthropic_messages/test_cache_breakpoints.py``)."""
+    up = Upstream(upstream, "http://upstream.test", lossy=lossy, cache_breakpoints=False)
+    out = pipeline.prepare(get_codec(client), get_codec(upstream), json.dumps(body).encode(), up)
+    result: dict[str, Any] = json.loads(out.body)
     return result
 
 
@@ -70,8 +69,10 @@ def translate_json(
     request: c.Request | None = None,
 ) -> dict[str, Any]:
     """A non-streamed upstream answer as the body the client receives."""
-    response = get_codec(upstream).decode_response(json.dumps(body).encode())
-    out = get_codec(client).encode_response(response, request or client_request(stream=False))
+    translation = pipeline.answering(
+        get_codec(client), get_codec(upstream), request or client_request(stream=False)
+    )
+    out, _ = pipeline.translate_response(translation, json.dumps(body).encode())
     result: dict[str, Any] = json.loads(out)
     return result
 
@@ -108,32 +109,28 @@ def responses_sse(*events: dict[str, Any]) -> bytes:
 
 class Pipe:
     """One translated stream, fed upstream SSE bytes piece by piece, returning what
-    the client receives for each piece (the middleware's stream loop, sans-IO)."""
+    the client receives for each piece: the production ``StreamTranslator``. A piece
+    that cut the stream short on the proxy's side (an upstream stream the codec
+    refuses) raises that error; the client saw it as its protocol's terminal error."""
 
     def __init__(
         self, upstream: ProtocolName, client: ProtocolName, request: c.Request | None = None
     ) -> None:
-        self.sse = SSEDecoder()
-        self.decoder = get_codec(upstream).stream_decoder()
-        self.encoder = get_codec(client).stream_encoder(request or client_request())
-        self.events: list[c.StreamEvent] = []
-
-    def _encode(self, events: list[c.StreamEvent]) -> bytes:
-        self.events.extend(events)
-        return b"".join(self.encoder.encode(e) for e in events)
+        translation = pipeline.answering(
+            get_codec(client), get_codec(upstream), request or client_request()
+        )
+        self.translator = pipeline.StreamTranslator(translation)
 
     def feed(self, raw: bytes) -> bytes:
-        events: list[c.StreamEvent] = []
-        for e in self.sse.decode(raw):
-            events.extend(self.decoder.feed(e))
-        return self._encode(events)
+        return self._checked(self.translator.feed(raw))
 
     def close(self) -> bytes:
-        events: list[c.StreamEvent] = []
-        for e in self.sse.flush():
-            events.extend(self.decoder.feed(e))
-        events.extend(self.decoder.close())
-        return self._encode(events)
+        return self._checked(self.translator.close())
+
+    def _checked(self, out: bytes) -> bytes:
+        if self.translator.error is not None:
+            raise self.translator.error
+        return out
 
 
 def decode_stream(upstream: ProtocolName, raw: bytes) -> list[c.StreamEvent]:

@@ -86,6 +86,7 @@ from typing import Any
 import pytest
 
 from proxai_asgi.codec import ProtocolName
+from proxai_asgi.protocols import get_codec
 from tests.spec._util import (
     ANTHROPIC,
     CHAT,
@@ -111,6 +112,7 @@ from tests.spec._util import (
     r_text_part,
     rejected,
     responses_message_stream,
+    sse_events,
     translate_json,
     translate_request,
     translate_stream,
@@ -983,12 +985,23 @@ def test_chat_usage_only_chunk_before_finish_reason_is_rejected() -> None:
 def test_chat_usage_only_chunk_after_the_anthropic_message_stopped_is_rejected(
     stopped_by: str,
 ) -> None:
-    """MP-37: "Reject usage-only chunks ... after the Anthropic message has stopped." """
+    """MP-37: "Reject usage-only chunks ... after the Anthropic message has stopped."
+
+    The Chat decoder refuses them; the pipeline stops reading at the stop, so nothing
+    after it reaches the client either."""
+    opening = chat_sse(chat_chunk({"role": "assistant", "content": "Hi"}), chat_chunk({}, "stop"))
+    ending = chat_sse(chat_usage_chunk() if stopped_by == "usage-chunk" else "[DONE]")
     pipe = Pipe(CHAT, ANTHROPIC)
-    pipe.feed(chat_sse(chat_chunk({"role": "assistant", "content": "Hi"}), chat_chunk({}, "stop")))
-    stop = pipe.feed(chat_sse(chat_usage_chunk() if stopped_by == "usage-chunk" else "[DONE]"))
+    pipe.feed(opening)
+    stop = pipe.feed(ending)
     assert event_types(stop)[-1] == "message_stop"
-    rejected(pipe.feed, chat_sse(chat_usage_chunk()), status=502)
+    assert pipe.feed(chat_sse(chat_usage_chunk())) == b""
+    assert pipe.close() == b""
+    decoder = get_codec(CHAT).stream_decoder()
+    for e in sse_events(opening + ending):
+        decoder.feed(e)
+    late = sse_events(chat_sse(chat_usage_chunk()))[0]
+    rejected(decoder.feed, late, status=502)
 
 
 def test_chat_stream_logprobs_are_rejected_toward_anthropic() -> None:

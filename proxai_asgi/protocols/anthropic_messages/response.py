@@ -35,10 +35,6 @@ _type_decoder = msgspec.json.Decoder(wire.TypeOnly)
 KNOWN_OUTPUT_TYPES = frozenset(cls.__struct_config__.tag for cls in get_args(wire.OutputBlock))
 
 
-def bad_gateway(message: str) -> ProxyError:
-    return ProxyError(502, message, kind="bad_gateway")
-
-
 # ----------------------------------------------------------- shared: inbound
 
 
@@ -152,11 +148,11 @@ def _decode_message(body: bytes) -> wire.Message:
     except msgspec.ValidationError:
         pass  # an unknown block type, or a malformed message: look closer
     except (msgspec.DecodeError, ValueError) as e:
-        raise bad_gateway(f"upstream returned an invalid Messages body: {e}") from None
+        raise ProxyError.bad_gateway(f"upstream returned an invalid Messages body: {e}") from None
     try:
         raw = _raw_message_decoder.decode(body)
     except (msgspec.DecodeError, ValueError) as e:
-        raise bad_gateway(f"upstream returned an invalid Messages body: {e}") from None
+        raise ProxyError.bad_gateway(f"upstream returned an invalid Messages body: {e}") from None
     blocks: list[wire.OutputBlock] = []
     for i, item in enumerate(raw.content):
         try:
@@ -167,7 +163,9 @@ def _decode_message(body: bytes) -> wire.Message:
             except (msgspec.DecodeError, ValueError):
                 kind = ""
             if kind in KNOWN_OUTPUT_TYPES or not kind:
-                raise bad_gateway(f"upstream returned an invalid content[{i}]: {e}") from None
+                raise ProxyError.bad_gateway(
+                    f"upstream returned an invalid content[{i}]: {e}"
+                ) from None
             # a block type this codec does not know: skipped
     return wire.Message(
         id=raw.id,
@@ -237,7 +235,7 @@ def _tool_input(call: c.ToolCall, truncated: bool) -> dict[str, Any]:
     if not isinstance(value, dict):
         if truncated:
             return {}
-        raise bad_gateway(
+        raise ProxyError.bad_gateway(
             f"upstream tool call {call.name!r} has arguments that are not a JSON object"
         )
     return value

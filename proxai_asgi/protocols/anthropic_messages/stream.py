@@ -36,12 +36,12 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy, tokens
 from ...errors import ProxyError
+from ...sse import frame_head
 from . import wire
 from .errors import error_event, stream_error_from_body
 from .response import (
     KNOWN_OUTPUT_TYPES,
     arguments_json,
-    bad_gateway,
     citation_out,
     client_signature,
     client_tool_id,
@@ -141,7 +141,7 @@ class AnthropicStreamDecoder:
 
     def _violation(self, message: str) -> ProxyError:
         self.state = DecoderState.DONE
-        return bad_gateway(message)
+        return ProxyError.bad_gateway(message)
 
     def _require_message(self, what: str) -> None:
         if self.state is not DecoderState.IN_MESSAGE:
@@ -359,8 +359,7 @@ _ENCODER_DONE = EncoderState.DONE  # as a module global: see _DECODER_DONE
 
 
 _FRAME_PREFIX: dict[type, bytes] = {
-    cls: b"event: " + str(cls.__struct_config__.tag).encode() + b"\ndata: "
-    for cls in get_args(wire.StreamEvent)
+    cls: frame_head(str(cls.__struct_config__.tag)) for cls in get_args(wire.StreamEvent)
 }
 
 

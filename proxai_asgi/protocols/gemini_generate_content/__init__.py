@@ -13,22 +13,35 @@ import time
 
 from ... import canonical as c
 from ... import ratelimit
-from ...codec import Codec, PathCall, ProtocolName, UpstreamOptions
+from ...codec import Codec, PathCall, ProtocolName, Served, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
-from . import epilogue, errors, paths, request, response, stream
+from . import epilogue, errors, models, paths, request, response, stream
 
 
 class GeminiGenerateContentCodec:
     name: ProtocolName = "gemini_generate_content"
-    client_paths: tuple[str, ...] = ()  # templated: /v1beta/models/{model}:generateContent
-    upstream_path: str = "/v1beta/models"
-    supports_custom_tools: bool = False
     model_in_path: bool = True
+    system: str = "gcp.gemini"
+    header_family: tuple[bytes, ...] = (b"x-goog-",)
     auth_header: bytes = b"x-goog-api-key"
+    required_headers: tuple[tuple[bytes, bytes], ...] = ()
+    wraps_custom_tools: bool = False
+    serves_websocket: bool = False
+    compacts: bool = False
+
+    def serves(self, path: str) -> Served | None:
+        call = paths.path_call(path)
+        return None if call is None else Served(call.action, call)
 
     def path_call(self, path: str) -> PathCall | None:
         return paths.path_call(path)
+
+    def takes_custom_tools(self, options: UpstreamOptions) -> bool:
+        return False
+
+    def inner_path(self, call: PathCall | None = None) -> str:
+        return paths.upstream_url("", call)
 
     def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
         return paths.upstream_url(base_url, call)
@@ -74,6 +87,25 @@ class GeminiGenerateContentCodec:
         if wait is None or any(k == b"retry-after" for k, _ in upstream_headers):
             return []
         return [(b"retry-after", str(wait).encode())]
+
+    # ---- side endpoints
+    def count_tokens_request(self, body: bytes) -> c.Request:
+        return request.count_tokens_request(body)
+
+    def encode_token_count(self, tokens: int) -> bytes:
+        return models.encode_token_count(tokens)
+
+    def lists_models(self, path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> bool:
+        return models.lists_models(path, headers, query)
+
+    def encode_model_list(self, names: list[str], query: bytes) -> bytes:
+        return models.encode_model_list(names)
+
+    def models_url(self, base_url: str) -> str:
+        return models.models_url(base_url)
+
+    def model_ids(self, body: bytes) -> list[str]:
+        return models.model_ids(body)
 
     # ---- pass-through
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:

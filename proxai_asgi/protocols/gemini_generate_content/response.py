@@ -68,17 +68,15 @@ FINISH_OUT: dict[c.StopReason, str] = {
 }
 
 
-def bad_gateway(message: str) -> ProxyError:
-    return ProxyError(502, message, kind="bad_gateway")
-
-
 def stop_in(finish_reason: str | None, has_tool: bool) -> c.StopReason | None:
     """The canonical stop of a finishReason; a 502 for a turn with no usable answer."""
     if finish_reason is None:
         return None
     stop = FINISH_IN.get(finish_reason, "end_turn")
     if stop is None:
-        raise bad_gateway(f"upstream model ended without a usable answer ({finish_reason})")
+        raise ProxyError.bad_gateway(
+            f"upstream model ended without a usable answer ({finish_reason})"
+        )
     if stop == "end_turn" and has_tool:
         return "tool_use"
     return stop
@@ -136,7 +134,9 @@ def decode_body(body: bytes) -> wire.GenerateContentResponse:
     try:
         return _response_decoder.decode(body)
     except (msgspec.DecodeError, ValueError) as e:
-        raise bad_gateway(f"upstream returned an invalid generateContent body: {e}") from None
+        raise ProxyError.bad_gateway(
+            f"upstream returned an invalid generateContent body: {e}"
+        ) from None
 
 
 def parts_in(
@@ -202,7 +202,7 @@ def decode_response(body: bytes) -> c.Response:
                 refusal_explanation=block_explanation(r.prompt_feedback),
                 usage=usage,
             )
-        raise bad_gateway("upstream returned no candidates")
+        raise ProxyError.bad_gateway("upstream returned no candidates")
     cand = r.candidates[0]
     content: list[c.Part] = []
     calls = parts_in(
@@ -237,7 +237,7 @@ def args_out(call: c.ToolCall) -> dict[str, object]:
     except (msgspec.DecodeError, ValueError):
         value = None
     if not isinstance(value, dict):
-        raise bad_gateway(
+        raise ProxyError.bad_gateway(
             f"upstream tool call {call.name!r} has arguments that are not a JSON object"
         )
     return value

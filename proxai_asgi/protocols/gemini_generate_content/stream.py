@@ -28,12 +28,12 @@ import msgspec
 
 from ... import canonical as c
 from ...errors import ProxyError
+from ...sse import encode_event
 from . import signatures, wire
 from .errors import error_response, stream_error
 from .response import (
     args_out,
     arguments_json,
-    bad_gateway,
     block_explanation,
     call_id,
     candidate,
@@ -100,7 +100,7 @@ class GeminiStreamDecoder:
             r = _chunk_decoder.decode(data)
         except (msgspec.DecodeError, ValueError) as e:
             self._done = True
-            raise bad_gateway(f"malformed upstream stream frame: {e}") from None
+            raise ProxyError.bad_gateway(f"malformed upstream stream frame: {e}") from None
         if r.candidates is None and r.prompt_feedback is None and r.usage_metadata is None:
             err = stream_error(data)
             if err is not None:
@@ -270,7 +270,7 @@ class GeminiStreamEncoder:
         return _HANDLERS[type(event)](self, event)
 
     def _frame(self, body: Any) -> bytes:
-        return b"data: " + _encoder.encode(body) + b"\r\n\r\n"
+        return encode_event(_encoder.encode(body), end=b"\r\n\r\n")
 
     def _chunk(
         self,

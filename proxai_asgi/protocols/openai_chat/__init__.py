@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ... import canonical as c
 from ... import ratelimit
-from ...codec import BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
+from ..openai_family import OpenAIFamily
 from . import epilogue as _epilogue
 from . import request as _request
 from . import response as _response
@@ -14,12 +17,20 @@ from .errors import decode_openai_error, encode_openai_error
 from .stream import ChatStreamDecoder, ChatStreamEncoder
 
 
-class ChatCompletionsCodec(BodyAddressed):
+class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     name: ProtocolName = "openai_chat_completions"
-    client_paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+    paths: Mapping[str, Action] = {
+        "/v1/chat/completions": "generate",
+        "/chat/completions": "generate",
+    }
     upstream_path: str = "/chat/completions"
-    auth_header: bytes = b"authorization"
-    supports_custom_tools: bool = True
+    wraps_custom_tools: bool = False
+    serves_websocket: bool = False
+    compacts: bool = False
+
+    def takes_custom_tools(self, options: UpstreamOptions) -> bool:
+        # OpenAI has them; most Chat-compatible servers do not.
+        return options.native_custom_tools
 
     # ---- client side
     def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:

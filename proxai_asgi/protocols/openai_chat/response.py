@@ -26,10 +26,6 @@ _ANY_ENC = msgspec.json.Encoder()
 REASONING_SEPARATOR = "\n\n"
 
 
-def _bad_gateway(message: str) -> ProxyError:
-    return ProxyError(502, message, kind="bad_gateway")
-
-
 # ======================================================================== shared
 
 
@@ -152,17 +148,17 @@ def decode_response(body: bytes) -> c.Response:
     try:
         resp = _COMPLETION_DEC.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError, ValueError) as e:
-        raise _bad_gateway(f"upstream sent an invalid Chat completion: {e}") from None
+        raise ProxyError.bad_gateway(f"upstream sent an invalid Chat completion: {e}") from None
     choices = resp.choices or []
     if len(choices) != 1:
-        raise _bad_gateway(
+        raise ProxyError.bad_gateway(
             f"upstream Chat completion has {len(choices)} choices; exactly one is required "
             "(choices are alternative answers and cannot be merged or truncated)"
         )
     choice = choices[0]
     msg = choice.message
     if msg is None:
-        raise _bad_gateway("upstream Chat completion choices[0] has no message")
+        raise ProxyError.bad_gateway("upstream Chat completion choices[0] has no message")
     response_id = resp.id or ""
 
     content: list[c.Part] = []
@@ -212,12 +208,14 @@ def decode_response(body: bytes) -> c.Response:
         )
         n += 1
     if not content and msg.audio is not None:
-        raise _bad_gateway("upstream Chat completion holds only audio, which cannot be carried")
+        raise ProxyError.bad_gateway(
+            "upstream Chat completion holds only audio, which cannot be carried"
+        )
     # Spec message-placement: an answer needs something a client can be given, text, a
     # refusal or a tool call (reasoning alone is not an answer), unless it is an empty
     # answer that is a stop of its own (``EMPTY_ANSWER_FINISHES``).
     if not (text or msg.refusal or n) and choice.finish_reason not in EMPTY_ANSWER_FINISHES:
-        raise _bad_gateway(
+        raise ProxyError.bad_gateway(
             "upstream Chat completion has no representable answer: no content, no refusal "
             f"and no tool calls (finish_reason {choice.finish_reason!r})"
         )

@@ -34,7 +34,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids
 from ...errors import ErrorKind, ProxyError, kind_for_status
-from ...sse import DONE_FRAME, SSEEvent
+from ...sse import DONE_FRAME, SSEEvent, encode_event
 from . import wire as w
 from .errors import encode_openai_error, kind_from_fields, status_from_fields
 from .response import (
@@ -51,10 +51,6 @@ from .response import (
 _CHUNK_DEC = msgspec.json.Decoder(w.ChunkIn)
 _ANY_DEC = msgspec.json.Decoder()
 _ENC = msgspec.json.Encoder()
-
-
-def _bad_gateway(message: str) -> ProxyError:
-    return ProxyError(502, message, kind="bad_gateway")
 
 
 def _error_event_body(data: bytes) -> w.ErrorIn:
@@ -209,13 +205,17 @@ class ChatStreamDecoder:
             if not stripped:
                 return []  # keep-alive
         if state is _STOPPED:
-            raise _bad_gateway("upstream Chat stream sent data after its final usage chunk")
+            raise ProxyError.bad_gateway(
+                "upstream Chat stream sent data after its final usage chunk"
+            )
         if event.event == "error":
             return self._fail(_stream_error(_error_event_body(data)))
         try:
             chunk = _CHUNK_DEC.decode(data)
         except (msgspec.DecodeError, UnicodeDecodeError, ValueError) as e:
-            raise _bad_gateway(f"upstream sent an invalid Chat stream chunk: {e}") from None
+            raise ProxyError.bad_gateway(
+                f"upstream sent an invalid Chat stream chunk: {e}"
+            ) from None
 
         if chunk.error is not None:
             return self._fail(_stream_error(chunk.error))
@@ -229,22 +229,24 @@ class ChatStreamDecoder:
                     return []  # e.g. Azure's prompt_filter_results preamble
                 if state is _TERMINAL:
                     return self._finish(usage_from_wire(chunk.usage))
-                raise _bad_gateway(
+                raise ProxyError.bad_gateway(
                     "upstream Chat stream sent a usage-only chunk (choices: []) before "
                     + ("any choice" if state is _WAITING else "finish_reason")
                 )
-            raise _bad_gateway(
+            raise ProxyError.bad_gateway(
                 f"upstream Chat stream chunk has {len(choices)} choices; exactly one is "
                 "required (choices are alternative answers and cannot be merged)"
             )
         choice = choices[0]
         if choice.index != 0:
-            raise _bad_gateway(
+            raise ProxyError.bad_gateway(
                 f"upstream Chat stream chunk has choice index {choice.index}; only 0 is allowed"
             )
         lp = choice.logprobs
         if lp is not None and (lp.content or lp.refusal):
-            raise _bad_gateway("upstream Chat stream carries logprobs, which cannot be translated")
+            raise ProxyError.bad_gateway(
+                "upstream Chat stream carries logprobs, which cannot be translated"
+            )
 
         out: list[c.StreamEvent] = []
         if state is _WAITING:
@@ -256,21 +258,23 @@ class ChatStreamDecoder:
             self._state = state = _STREAMING
         else:  # (the inequality first: the only test a well-behaved chunk pays)
             if chunk.id != self._id and chunk.id and self._id:
-                raise _bad_gateway(
+                raise ProxyError.bad_gateway(
                     f"upstream Chat stream changed id from {self._id!r} to {chunk.id!r}"
                 )
             if chunk.model != self._model and chunk.model and self._model:
-                raise _bad_gateway(
+                raise ProxyError.bad_gateway(
                     f"upstream Chat stream changed model from {self._model!r} to {chunk.model!r}"
                 )
 
         delta = choice.delta
         if delta is not None:
             if delta.role is not None and delta.role != "assistant":
-                raise _bad_gateway(f"upstream Chat stream delta has role {delta.role!r}")
+                raise ProxyError.bad_gateway(f"upstream Chat stream delta has role {delta.role!r}")
             if state is _TERMINAL:
                 if delta.content or delta.refusal or delta.reasoning_content or delta.tool_calls:
-                    raise _bad_gateway("upstream Chat stream sent content after finish_reason")
+                    raise ProxyError.bad_gateway(
+                        "upstream Chat stream sent content after finish_reason"
+                    )
             else:
                 self._delta(delta, out)
 
@@ -278,7 +282,7 @@ class ChatStreamDecoder:
             if not self._representable and choice.finish_reason not in EMPTY_ANSWER_FINISHES:
                 # As decode_response: nothing a client can be given (an empty answer cut
                 # by length or content_filter is still a representable stop).
-                raise _bad_gateway(
+                raise ProxyError.bad_gateway(
                     "upstream Chat stream has no representable answer: no content, no "
                     f"refusal and no tool calls (finish_reason {choice.finish_reason!r})"
                 )
@@ -344,7 +348,7 @@ class ChatStreamDecoder:
         if known is None:
             name = part.name if part is not None else None
             if not tc.id or not name:
-                raise _bad_gateway(
+                raise ProxyError.bad_gateway(
                     f"upstream Chat stream tool call {key} starts without an id and a name"
                 )
             if self._text is not None:
@@ -370,7 +374,9 @@ class ChatStreamDecoder:
             index = known[0]
         if fragment:
             if not isinstance(fragment, str):
-                raise _bad_gateway(f"upstream Chat stream tool call {key} arguments not a string")
+                raise ProxyError.bad_gateway(
+                    f"upstream Chat stream tool call {key} arguments not a string"
+                )
             out.append(c.BlockDelta(index=index, text=fragment))
 
     def close(self) -> list[c.StreamEvent]:
@@ -487,7 +493,7 @@ class ChatStreamEncoder:
     def _error(self, ev: c.StreamError) -> bytes:
         self._state = _DONE
         err = ProxyError(ev.status, ev.message, kind=ev.kind)  # type: ignore[arg-type]
-        return b"data: " + encode_openai_error(err) + b"\n\n" + DONE_FRAME
+        return encode_event(encode_openai_error(err)) + DONE_FRAME
 
     # ---- events
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ... import canonical as c
 from ... import ratelimit
-from ...codec import BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
+from ..openai_family import OpenAIFamily
 from . import epilogue as _epilogue
 from . import request as _request
 from . import response as _response
@@ -14,12 +17,21 @@ from .errors import decode_openai_error, encode_openai_error
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 
 
-class ResponsesCodec(BodyAddressed):
+class ResponsesCodec(OpenAIFamily, BodyAddressed):
     name: ProtocolName = "openai_responses"
-    client_paths: tuple[str, ...] = ("/v1/responses", "/responses")
+    paths: Mapping[str, Action] = {
+        "/v1/responses": "generate",
+        "/responses": "generate",
+        "/v1/responses/compact": "compact",
+        "/responses/compact": "compact",
+    }
     upstream_path: str = "/responses"
-    auth_header: bytes = b"authorization"
-    supports_custom_tools: bool = True
+    wraps_custom_tools: bool = True
+    serves_websocket: bool = True
+    compacts: bool = True
+
+    def takes_custom_tools(self, options: UpstreamOptions) -> bool:
+        return True
 
     # ---- client side
     def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ...errors import ProxyError
-from ...sse import SSEEvent
+from ...sse import SSEEvent, encode_event
 from ...stream_tail import StreamTail
 from .response import error_code
 from .stream import _ERROR_EVENT_CODE
@@ -50,7 +50,7 @@ def stream_epilogue(tail: StreamTail, error: ProxyError | None) -> bytes:
 
 
 def _frame(event: str, data: dict[str, Any]) -> bytes:
-    return b"event: " + event.encode() + b"\ndata: " + _encode.encode(data) + b"\n\n"
+    return encode_event(_encode.encode(data), event)
 
 
 def _json(frame: SSEEvent) -> Any:

@@ -24,10 +24,6 @@ _up_item = msgspec.json.Decoder(w.UpItem)
 _up_head = msgspec.json.Decoder(w.UpTypeHead)
 
 
-def bad_gateway(message: str) -> ProxyError:
-    return ProxyError(502, message, kind="bad_gateway")
-
-
 # ===================================================================== upstream -> canonical
 
 
@@ -56,7 +52,7 @@ def decode_up_item(raw: Raw) -> w.UpItem | None:
             kind = None
         if kind is not None and kind not in w.UP_ITEM_TYPES:
             return None
-        raise bad_gateway(f"upstream sent a malformed output item: {e}") from None
+        raise ProxyError.bad_gateway(f"upstream sent a malformed output item: {e}") from None
     return item
 
 
@@ -111,15 +107,21 @@ def decode_response(body: bytes) -> c.Response:
         try:
             r = _up_response.decode(body)
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
-            raise bad_gateway(f"upstream answer is not a Responses object: {e}") from None
+            raise ProxyError.bad_gateway(
+                f"upstream answer is not a Responses object: {e}"
+            ) from None
         items = (decode_up_item(raw) for raw in r.output or ())
     if r.object != "response" or not r.id or (r.output is None and r.status is None):
         # Some other JSON with a 2xx (a list, a misrouted path's page): not an answer.
-        raise bad_gateway("upstream answer is not a Responses object (no id, status or output)")
+        raise ProxyError.bad_gateway(
+            "upstream answer is not a Responses object (no id, status or output)"
+        )
     if r.status in _UNFINISHED:
         # RS-19: no stop reason exists for these; passing the answer on would let an
         # encoder give it a normal one, and a cut-short answer would look complete.
-        raise bad_gateway(f"upstream response has status {r.status!r}: it is not a finished answer")
+        raise ProxyError.bad_gateway(
+            f"upstream response has status {r.status!r}: it is not a finished answer"
+        )
     if r.status == "failed" and r.error is not None:
         raise ProxyError(
             error_status(r.error.code, r.error.type, 502),
@@ -180,7 +182,7 @@ def decode_response(body: bytes) -> c.Response:
 def _call_id(item: w.UpFunctionCall | w.UpCustomToolCall) -> str:
     call_id = item.call_id or item.id
     if not call_id or not item.name:
-        raise bad_gateway("upstream sent a tool call without call_id or name")
+        raise ProxyError.bad_gateway("upstream sent a tool call without call_id or name")
     return call_id
 
 

@@ -32,7 +32,7 @@ from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import RefusalJoin
 from ...errors import ProxyError, kind_for_status
-from ...sse import SSEEvent
+from ...sse import SSEEvent, frame_head
 from . import response as r
 from . import wire as w
 
@@ -171,7 +171,7 @@ class ResponsesStreamDecoder:
 
     def _violation(self, message: str) -> ProxyError:
         self.phase = _DECODER_CLOSED
-        return r.bad_gateway(f"upstream stream protocol violation: {message}")
+        return ProxyError.bad_gateway(f"upstream stream protocol violation: {message}")
 
     def _started(self) -> None:
         if self.phase is _AWAIT_CREATED:
@@ -692,7 +692,7 @@ class _ToolBlock:
 _Block = _TextBlock | _ReasoningBlock | _ToolBlock
 
 _FRAME_HEAD: dict[type[Any], bytes] = {
-    cls: b"event: " + str(cls.__struct_config__.tag).encode() + b"\ndata: "
+    cls: frame_head(str(cls.__struct_config__.tag))
     for cls in (
         w.ResponseCreated,
         w.ResponseInProgress,

@@ -9,7 +9,6 @@ import pytest
 
 from proxai_asgi import canonical as c
 from proxai_asgi import reasoning_carry
-from proxai_asgi.codec import Codec
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import CODEC
 from tests.helpers import captures as cap
@@ -24,14 +23,6 @@ def _raises_400(b: dict[str, Any] | bytes) -> ProxyError:
     assert info.value.status == 400
     assert info.value.kind == "invalid_request"
     return info.value
-
-
-def test_codec_satisfies_the_codec_protocol() -> None:
-    codec: Codec = CODEC
-    assert codec.name == "anthropic_messages"
-    assert codec.client_paths == ("/v1/messages",)
-    assert codec.upstream_path == "/v1/messages"
-    assert codec.supports_custom_tools is False
 
 
 @pytest.mark.parametrize("name", cap.capture_names("anthropic_"))

@@ -20,7 +20,7 @@ from tests.helpers.validate_responses import validate_responses_stream
 
 from ._util import encode_stream, response
 from .test_request_decode import CODEX_REQUEST
-from .test_stream_decode import created
+from .test_stream_decoder import created
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -1,0 +1,317 @@
+"""One request through the middleware: the part every kind of answer shares.
+
+``Exchange`` reads and checks the body, routes it, owns the client's ``send`` (the
+response start, body, masking of the upstream key), opens the upstream through the
+middleware's transport choice, and logs the exchange. What is sent is decided by one
+piece per kind of answer: ``relaying`` (same protocol), ``translating`` (two codecs),
+``endpoints`` (token counts).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
+
+import anyio
+import msgspec
+
+from . import canonical as c
+from . import checks, telemetry
+from .codec import Codec, PathCall, RequestHead
+from .errors import ProxyError, ResponseAborted
+from .routing import Route, Upstream
+from .upstream import (
+    Message,
+    RawHeaders,
+    Receive,
+    Scope,
+    Send,
+    UpstreamResponse,
+    client_headers_from_upstream,
+    upstream_headers,
+)
+
+if TYPE_CHECKING:
+    from .middleware import ProxaiMiddleware
+
+logger = logging.getLogger("proxai_asgi")
+
+DROPPED_HEADER = b"x-proxai-dropped-fields"
+JSON_HEADER = (b"content-type", b"application/json")
+_head_decoder = msgspec.json.Decoder(RequestHead)
+# Bodies the providers refuse by their label, whatever they hold (no label: JSON).
+_NOT_JSON = frozenset(
+    {
+        b"text/plain",
+        b"application/x-www-form-urlencoded",
+        b"multipart/form-data",
+        b"text/xml",
+        b"application/xml",
+        b"text/html",
+    }
+)
+
+Handler = Callable[["Exchange", bytes], Coroutine[Any, Any, None]]
+
+
+def _query_key(query: bytes) -> bytes | None:
+    for pair in query.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        if name == b"key" and value:
+            return unquote_to_bytes(value)
+    return None
+
+
+def _mask(data: bytes, secret: bytes) -> bytes:
+    return data.replace(secret, b"*" * len(secret)) if secret in data else data
+
+
+class Exchange:
+    """One request: the client codec, what routing chose, and the client's ``send``."""
+
+    def __init__(
+        self,
+        mw: ProxaiMiddleware,
+        client: Codec,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        call: PathCall | None = None,
+    ) -> None:
+        self.mw = mw
+        self.client = client
+        self.call = call  # what the URL says, for a path-addressed client protocol
+        self.upstream_call: PathCall | None = None  # the (routed) model and stream upstream
+        self.scope = scope
+        self.receive = receive
+        self._send = send
+        self.started = False
+        self.status = 0
+        self.t0 = time.perf_counter()
+        self.ttfb: float | None = None
+        self.upstream: Upstream | None = None
+        self.model: str | None = None
+        self.stream = False
+        self.dropped: list[str] = []
+        self.usage: c.Usage | None = None
+        self.response_model: str | None = None
+        self.span = telemetry.start(client.name)
+        self.secret: bytes | None = None  # the upstream key, masked in whatever we relay
+
+    # ------------------------------------------------------------------ driving
+
+    async def run(self, handler: Handler) -> None:
+        """Admission, the body and its limits, then ``handler``; every failure before
+        the response started is answered in the client's protocol."""
+        limiter = self.mw.limiter
+        acquired = False
+        try:
+            if limiter is not None:
+                with anyio.move_on_after(self.mw.queue_timeout):
+                    await limiter.acquire()
+                    acquired = True
+                if not acquired:
+                    raise ProxyError(
+                        429,
+                        "the proxy is at its concurrency limit; retry shortly",
+                        kind="rate_limit",
+                        headers=[(b"retry-after", b"1")],
+                    )
+            body = await self._read_body()
+            if body is None:
+                return  # the client left before sending its body
+            if checks.json_too_deep(body, self.mw.max_json_depth):
+                raise ProxyError.invalid(
+                    f"request body is nested deeper than {self.mw.max_json_depth} levels"
+                )
+            await handler(self, body)
+        except ProxyError as err:
+            await self.fail(err)
+        except ResponseAborted as abort:
+            # Only dropping the connection tells the client its body is incomplete.
+            logger.warning("proxai_asgi aborted a %s response: %s", self.client.name, abort)
+            raise
+        except RecursionError:
+            # Only JSON nested deeper than the interpreter's recursion limit gets here.
+            await self.fail(ProxyError.invalid("request body is nested too deeply"))
+        except Exception:
+            logger.exception("proxai_asgi failed while serving %s", self.client.name)
+            await self.fail(ProxyError(500, "internal error in the proxy", kind="api_error"))
+        finally:
+            if acquired:
+                limiter.release()  # type: ignore[union-attr]
+            self._log()
+
+    def head(self, body: bytes) -> RequestHead:
+        """The model and stream flag: from the URL for a path-addressed protocol."""
+        if self.call is not None:
+            return RequestHead(model=self.call.model, stream=self.call.stream)
+        try:
+            head = _head_decoder.decode(body)
+        except msgspec.ValidationError as exc:
+            raise ProxyError.invalid(f"invalid request body: {exc}") from None
+        except msgspec.DecodeError:
+            raise ProxyError.invalid("request body is not valid JSON") from None
+        if not head.model:
+            raise ProxyError.invalid("model: field required", param="model")
+        return head
+
+    def route(self, head: RequestHead) -> Route:
+        """Choose the upstream for the request's model, and remember the choice."""
+        route = self.mw.router.select(head.model or "")
+        if route is None:
+            raise ProxyError(404, f"no upstream is configured for model {head.model!r}")
+        self.upstream = route.upstream
+        self.model = model = route.model_rewrite or head.model or ""
+        self.stream = bool(head.stream)
+        self.upstream_call = PathCall(model=model, stream=self.stream)
+        return route
+
+    async def _read_body(self) -> bytes | None:
+        limit = self.mw.max_body_size
+        for k, v in self.scope.get("headers", []):
+            if k == b"content-length" and v.isdigit() and int(v) > limit:
+                raise ProxyError(
+                    413, f"request body exceeds {limit} bytes", kind="request_too_large"
+                )
+            if k == b"content-type" and v.split(b";", 1)[0].strip().lower() in _NOT_JSON:
+                raise ProxyError.invalid(
+                    f"Content-Type {v.decode('latin-1')!r} is not supported: send the "
+                    "request body as application/json"
+                )
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise ProxyError(
+                    413, f"request body exceeds {limit} bytes", kind="request_too_large"
+                )
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+    # ------------------------------------------------------------ client output
+
+    async def start(self, status: int, headers: RawHeaders) -> None:
+        self.started = True
+        self.status = status
+        up = self.upstream
+        if up is not None and up.api_key and len(up.api_key) >= 12:
+            # An upstream that quotes our key back (an error echoing the credential)
+            # must not hand it to the client: masked with as many bytes, so that
+            # content-length and framing still hold. (Keys too short to be real ones
+            # would mask ordinary text.)
+            self.secret = up.api_key.encode()
+            headers = [(k, _mask(v, self.secret)) for k, v in headers]
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def body(self, data: bytes, more: bool = True) -> None:
+        if self.ttfb is None and data:
+            self.ttfb = time.perf_counter() - self.t0
+        if self.secret is not None:
+            data = _mask(data, self.secret)
+        await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def json(self, status: int, body: bytes, extra: RawHeaders) -> None:
+        headers = [JSON_HEADER, (b"content-length", str(len(body)).encode()), *extra]
+        await self.start(status, headers)
+        await self.body(body, more=False)
+
+    async def fail(self, err: ProxyError) -> None:
+        if self.started:
+            return  # a started stream ends through its encoder; nothing else to say
+        await self.json(err.status, self.client.encode_error(err), err.headers)
+
+    async def passthrough_send(self, message: Message) -> None:
+        """Messages of an in-process upstream that are not the response's own."""
+        await self._send(message)
+
+    def translation_headers(
+        self, upstream_resp: UpstreamResponse, error: ProxyError | None = None
+    ) -> RawHeaders:
+        headers = client_headers_from_upstream(upstream_resp.headers, passthrough=False)
+        # The upstream's limits in the client's scheme, so the client backs off (or
+        # stops) as its own provider would have it.
+        exhausted = error is not None and error.code == "insufficient_quota"
+        headers += self.client.rate_limit_headers(headers, exhausted=exhausted)
+        if self.dropped:
+            headers.append((DROPPED_HEADER, ", ".join(self.dropped).encode()))
+        return headers
+
+    # ---------------------------------------------------------------- upstreams
+
+    def open(
+        self,
+        up: Upstream,
+        body: bytes,
+        *,
+        passthrough: bool,
+        call: PathCall | None = None,
+        raw: bool | None = None,
+    ) -> AbstractAsyncContextManager[UpstreamResponse]:
+        """The upstream request, through the middleware's transport for ``up``.
+        ``raw`` (default: a pass-through's) keeps the body's content-encoding."""
+        headers = upstream_headers(
+            self.client_headers(), up, passthrough=passthrough, stream=self.stream
+        )
+        return self.mw.open_upstream(
+            self.scope,
+            up,
+            headers,
+            body,
+            call or self.upstream_call,
+            raw=passthrough if raw is None else raw,
+        )
+
+    def client_headers(self) -> RawHeaders:
+        """The client's headers; a key a path-addressed client put in the query
+        (Gemini's ``?key=``) joins them as that protocol's key header, so it is handled
+        like any credential and never goes into an upstream URL."""
+        headers: RawHeaders = self.scope.get("headers", [])
+        if self.call is not None:
+            key = _query_key(self.scope.get("query_string", b""))
+            if key and not any(k == self.client.auth_header for k, _ in headers):
+                headers = [*headers, (self.client.auth_header, key)]
+        return headers
+
+    # ------------------------------------------------------------------ logging
+
+    def _log(self) -> None:
+        up = self.upstream
+        usage = self.usage
+        telemetry.finish(
+            self.span,
+            upstream=up,
+            request_model=self.model,
+            response_model=self.response_model,
+            status=self.status,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            stream=self.stream,
+        )
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        logger.info(
+            "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
+            "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s",
+            self.client.name,
+            up.label if up else "-",
+            f"{self.client.name}->{up.protocol}" if up else "-",
+            self.model or "-",
+            self.stream,
+            self.status,
+            (time.perf_counter() - self.t0) * 1000,
+            f"{self.ttfb * 1000:.1f}" if self.ttfb is not None else "-",
+            usage.input_tokens if usage else "-",
+            usage.output_tokens if usage else "-",
+            ",".join(self.dropped) or "-",
+        )

@@ -1,0 +1,263 @@
+"""The translation between two codecs, sans-IO: the one pipeline production runs and
+the tests and benches call.
+
+``prepare`` turns a client body into the upstream body and keeps what the answer's
+side needs; ``StreamTranslator`` turns upstream stream bytes into client stream bytes
+(``feed``/``close``, what it learned on the way); ``translate_response`` and
+``StreamCollector`` do the same for a client that did not ask for a stream. Nothing
+here awaits, reads a socket or knows which protocols are composed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, cast
+
+from . import canonical as c
+from . import checks, custom_tools
+from .codec import Codec, StreamEncoder, fold, unfold
+from .errors import ProxyError, TranslationReport
+from .sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from .routing import Upstream
+
+logger = logging.getLogger("proxai_asgi")
+
+__all__ = [
+    "StreamCollector",
+    "StreamTranslator",
+    "Translation",
+    "answer",
+    "answering",
+    "prepare",
+    "translate_response",
+]
+
+
+class Translation:
+    """One prepared request: the upstream body, and what answering it needs."""
+
+    __slots__ = ("body", "client", "dropped", "request", "target", "wrapped")
+
+    def __init__(
+        self,
+        client: Codec,
+        target: Codec,
+        request: c.Request,
+        body: bytes,
+        dropped: list[str],
+        wrapped: frozenset[str],
+    ) -> None:
+        self.client = client
+        self.target = target
+        self.request = request  # the canonical request, as the client's encoders see it
+        self.body = body  # what goes upstream
+        self.dropped = dropped  # fields the upstream cannot express, reported to the client
+        self.wrapped = wrapped  # custom tools sent as functions, unwrapped on the way back
+
+
+def prepare(
+    client: Codec,
+    target: Codec,
+    body: bytes,
+    upstream: Upstream,
+    *,
+    model: str | None = None,
+    stream: bool | None = None,
+) -> Translation:
+    """A client request body as ``target``'s upstream request.
+
+    ``model`` and ``stream`` override the body's (a routed ``model_rewrite``, or what a
+    path-addressed client's URL says). Raises ``ProxyError`` for a request the client's
+    provider would reject or the upstream cannot honour.
+    """
+    report = TranslationReport(upstream.lossy)
+    request = client.decode_request(body, report)
+    checks.check_request(request, lossy=upstream.lossy)
+    if model is not None:
+        request.model = model
+    if stream is not None:
+        request.stream = stream
+    wrapped: frozenset[str] = frozenset()
+    if client.wraps_custom_tools and not target.takes_custom_tools(upstream):
+        wrapped = custom_tools.wrap(request)
+    out = target.encode_request(request, report, upstream)
+    if report.dropped:
+        logger.debug("dropped fields %s (%s -> %s)", report.dropped, client.name, target.name)
+    return Translation(client, target, request, out, report.dropped, wrapped)
+
+
+def answering(
+    client: Codec, target: Codec, request: c.Request, wrapped: frozenset[str] = frozenset()
+) -> Translation:
+    """The answer side of a translation whose upstream request was made elsewhere
+    (a test feeding recorded upstream answers, a bench)."""
+    return Translation(client, target, request, b"", [], wrapped)
+
+
+# ----------------------------------------------------------------- whole answers
+
+
+def answer(translation: Translation, response: c.Response) -> bytes:
+    """A canonical answer as the client's JSON body."""
+    if translation.wrapped:
+        custom_tools.unwrap_response(response, translation.wrapped)
+    return translation.client.encode_response(response, translation.request)
+
+
+def translate_response(translation: Translation, body: bytes) -> tuple[bytes, c.Response]:
+    """An upstream JSON answer as the client's JSON body (and the canonical answer)."""
+    response = translation.target.decode_response(body)
+    return answer(translation, response), response
+
+
+class StreamCollector:
+    """An upstream stream folded into one answer, for a client that asked for none."""
+
+    __slots__ = ("_decoder", "_events", "_sse")
+
+    def __init__(self, translation: Translation) -> None:
+        self._sse = SSEDecoder()
+        self._decoder = translation.target.stream_decoder()
+        self._events: list[c.StreamEvent] = []
+
+    def feed(self, data: bytes) -> None:
+        feed = self._decoder.feed
+        for e in self._sse.decode(data):
+            self._events.extend(feed(e))
+
+    def close(self) -> c.Response:
+        """The folded answer; ``ProxyError`` when the stream failed or never finished."""
+        for e in self._sse.flush():
+            self._events.extend(self._decoder.feed(e))
+        self._events.extend(self._decoder.close())
+        return fold(self._events)
+
+
+# ----------------------------------------------------------------------- streams
+
+
+class StreamTranslator:
+    """Upstream stream bytes in, client stream bytes out, event by event.
+
+    ``feed`` never raises: a failure (the upstream's error event, a stream the
+    upstream codec cannot read, a bug) ends the client's stream with its protocol's
+    terminal error and sets ``done``. After ``done`` further input is ignored. What it
+    learned on the way: ``model``, ``usage``, the ``error`` that cut it short, and
+    whether a tool call is half sent (``tool_open``, for the stall watchdog).
+    """
+
+    __slots__ = (
+        "_decoder",
+        "_encoder",
+        "_open_tools",
+        "_sse",
+        "_unwrap",
+        "done",
+        "error",
+        "model",
+        "usage",
+    )
+
+    def __init__(self, translation: Translation) -> None:
+        self._sse = SSEDecoder()
+        self._decoder = translation.target.stream_decoder()
+        self._encoder: StreamEncoder = translation.client.stream_encoder(translation.request)
+        wrapped = translation.wrapped
+        self._unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
+        self._open_tools: set[int] = set()
+        self.done = False
+        # What ended the stream on this side: an upstream stream that could not be read,
+        # a stall, a bug (an error the upstream sent in its stream is just its end).
+        self.error: ProxyError | None = None
+        self.model: str | None = None
+        self.usage: c.Usage | None = None
+
+    @property
+    def tool_open(self) -> bool:
+        return bool(self._open_tools)
+
+    def feed(self, data: bytes) -> bytes:
+        if self.done:
+            return b""
+        out = bytearray()
+        try:
+            feed = self._decoder.feed
+            for e in self._sse.decode(data):
+                if self._emit(feed(e), out):
+                    break
+        except Exception as exc:
+            out += self._failure(exc)
+        return bytes(out)
+
+    def close(self) -> bytes:
+        """The end of the upstream body: what is still held, or the terminal error of
+        a stream that ended before its terminal event."""
+        if self.done:
+            return b""
+        out = bytearray()
+        try:
+            for e in self._sse.flush():
+                if self._emit(self._decoder.feed(e), out):
+                    return bytes(out)
+            self._emit(self._decoder.close(), out)
+        except Exception as exc:
+            out += self._failure(exc)
+        return bytes(out)
+
+    def whole(self, response: c.Response) -> bytes:
+        """An upstream that answered a stream request in one piece, as the stream."""
+        out = bytearray()
+        try:
+            self._emit(unfold(response), out)
+        except Exception as exc:
+            out += self._failure(exc)
+        return bytes(out)
+
+    def fail(self, error: ProxyError) -> bytes:
+        """End the stream with ``error`` (a stall, a broken connection)."""
+        if self.done:
+            return b""
+        self.done = True
+        return self._error_bytes(error)
+
+    # ------------------------------------------------------------------ inside
+
+    def _emit(self, events: list[c.StreamEvent], out: bytearray) -> bool:
+        encode = self._encoder.encode
+        unwrap = self._unwrap
+        for ev in events:
+            kind = type(ev)
+            if kind is c.BlockStart and cast(c.BlockStart, ev).kind == "tool_call":
+                self._open_tools.add(cast(c.BlockStart, ev).index)
+            elif kind is c.BlockStop:
+                self._open_tools.discard(cast(c.BlockStop, ev).index)
+            if unwrap is None:
+                out += encode(ev)
+            else:
+                for e in unwrap.feed(ev):
+                    out += encode(e)
+            if kind is c.MessageStart:
+                self.model = cast(c.MessageStart, ev).model
+            elif kind is c.Finish:
+                self.usage = cast(c.Finish, ev).usage
+                self.done = True
+                return True
+            elif kind is c.StreamError:
+                self.done = True
+                return True
+        return False
+
+    def _failure(self, exc: Exception) -> bytes:
+        self.done = True
+        if isinstance(exc, ProxyError):
+            return self._error_bytes(exc)
+        logger.exception("stream translation failed", exc_info=exc)
+        return self._error_bytes(ProxyError(500, "internal error in the proxy", kind="api_error"))
+
+    def _error_bytes(self, error: ProxyError) -> bytes:
+        self.error = error
+        return self._encoder.encode(
+            c.StreamError(status=error.status, kind=error.kind, message=error.message)
+        )

@@ -1,0 +1,47 @@
+"""The one definition of an upstream's options.
+
+``Upstream`` (``routing.py``) adds where the upstream is; the TOML/environment
+configuration reads its keys from these fields; the codecs' encoders consult the
+translation knobs. A new option is one field here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamOptions:
+    name: str | None = None  # label for logs
+    headers: Mapping[str, str] = field(default_factory=dict)  # extra headers sent upstream
+    connect_timeout: float = 10.0
+    read_timeout: float = 600.0  # waiting for headers, and between body chunks
+    stream_idle_timeout: float = 300.0  # no upstream bytes for this long mid-stream
+    tool_stall_timeout: float = 120.0  # ...or this long while tool arguments are half sent
+    # Anthropic requires max_tokens: sent when the client gave no limit.
+    default_max_tokens: int = 4096
+    # Drop and report fields that would otherwise be rejected (n>1, logprobs, ...).
+    lossy: bool = False
+    # Send Responses ``custom`` tools natively to a Chat upstream (OpenAI has them,
+    # most Chat-compatible servers do not, so the default wraps them as functions).
+    native_custom_tools: bool = False
+    # Chat upstreams: which max-tokens field to send (OpenAI's reasoning models accept
+    # only max_completion_tokens; some older servers only max_tokens).
+    chat_max_tokens_field: ChatMaxTokensField = "max_completion_tokens"
+    # Chat upstreams: replay reasoning as ``reasoning_content`` on assistant turns
+    # (DeepSeek/Kimi-style servers require it in tool loops; OpenAI rejects it).
+    echo_reasoning_content: bool = False
+    # Anthropic upstreams: place cache breakpoints for clients whose protocol caches
+    # prompt prefixes implicitly (``anthropic_messages/cache_breakpoints.py``).
+    cache_breakpoints: bool = True
+
+    def __post_init__(self) -> None:
+        if self.chat_max_tokens_field not in ("max_completion_tokens", "max_tokens"):
+            raise ValueError(
+                "chat_max_tokens_field: must be max_completion_tokens or max_tokens, not "
+                f"{self.chat_max_tokens_field!r}"
+            )
