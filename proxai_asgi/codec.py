@@ -128,9 +128,11 @@ class Codec(Protocol):
     # them wrapped as one-field JSON functions (and are unwrapped on the way back).
     wraps_custom_tools: bool
     # Client side: a WebSocket on the generate path is this protocol's session
-    # transport (Codex's Responses WebSocket), and compaction items are ours to build.
+    # transport (Codex's Responses WebSocket); ``stateful``: the protocol promises
+    # server-side state (stored answers, compaction) that the proxy keeps itself when
+    # the upstream speaks another protocol.
     serves_websocket: bool
-    compacts: bool
+    stateful: bool
 
     def serves(self, path: str) -> Served | None:
         """The method a client path names, or None when it is not this protocol's."""

@@ -48,7 +48,7 @@ async def generate(ex: Exchange, body: bytes) -> None:
     ex.route(head)
     up = ex.upstream
     assert up is not None
-    if ex.client.compacts and compaction.mentions(body):
+    if ex.client.stateful and compaction.mentions(body):
         # Codex compaction: our compaction items expanded, a trigger answered here.
         rewritten = await compaction.serve(ex, up, body)
         if rewritten is None:

@@ -34,7 +34,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     required_headers: tuple[tuple[bytes, bytes], ...] = ((b"anthropic-version", ANTHROPIC_VERSION),)
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
-    compacts: bool = False
+    stateful: bool = False
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False

@@ -28,7 +28,7 @@ class GeminiGenerateContentCodec:
     required_headers: tuple[tuple[bytes, bytes], ...] = ()
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
-    compacts: bool = False
+    stateful: bool = False
 
     def serves(self, path: str) -> Served | None:
         call = paths.path_call(path)

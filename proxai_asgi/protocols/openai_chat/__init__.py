@@ -26,7 +26,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     upstream_path: str = "/chat/completions"
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
-    compacts: bool = False
+    stateful: bool = False
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         # OpenAI has them; most Chat-compatible servers do not.

@@ -28,7 +28,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     upstream_path: str = "/responses"
     wraps_custom_tools: bool = True
     serves_websocket: bool = True
-    compacts: bool = True
+    stateful: bool = True
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return True
