@@ -78,7 +78,9 @@ def reasoning_in(
         if carried.get("redacted") is not None:
             return c.Reasoning(redacted=str(carried["redacted"]))
         signature = str(carried.get("signature", ""))
-        return c.Reasoning(text=text, summary=summary, signature=signature, item_id=item_id)
+        signed = reasoning_carry.carried_text(carried, text)
+        summary = summary and signed == text  # the signed text is raw thinking
+        return c.Reasoning(text=signed, summary=summary, signature=signature, item_id=item_id)
     return c.Reasoning(text=text, summary=summary, encrypted_content=encrypted, item_id=item_id)
 
 
@@ -239,13 +241,15 @@ def tool_item_id(kind: c.ToolKind, item_id: str | None, response_id: str, n: int
     return ids.item_id(prefix, response_id, n)
 
 
-def encrypted_out(encrypted: str | None, signature: str | None, redacted: str | None) -> str | None:
+def encrypted_out(
+    encrypted: str | None, signature: str | None, redacted: str | None, text: str
+) -> str | None:
     """The ``encrypted_content`` a Responses client replays: our own token, or an
-    Anthropic token packed so it comes back to us intact."""
+    Anthropic token (with the ``text`` it signs) packed so it comes back to us intact."""
     if redacted is not None:
         return reasoning_carry.pack_anthropic(redacted=redacted)
     if signature is not None:
-        return reasoning_carry.pack_anthropic(signature=signature)
+        return reasoning_carry.pack_anthropic(signature=signature, text=text)
     return encrypted
 
 
@@ -431,7 +435,7 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
                     reasoning_item_id(p.item_id, rid, len(items)),
                     p.text,
                     p.summary,
-                    encrypted_out(p.encrypted_content, p.signature, p.redacted),
+                    encrypted_out(p.encrypted_content, p.signature, p.redacted, p.text),
                 )
             )
         # Server tool parts have no stream shape: dropped in both paths alike.
