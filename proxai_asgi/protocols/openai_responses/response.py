@@ -407,12 +407,18 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
     items: list[w.OutputItem] = []
     joinable: w.OutputMessage | None = None  # a text's message a refusal may join
     shown = False  # a text or refusal part with text
+    wording_refuses = refused_wording(response)
     # Parts are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec
     # Struct class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
     for p in response.content:
         if type(p) is c.Text:
             shown = shown or bool(p.text)
-            joinable = message_item(rid, len(items), [text_part(p.text, p.citations)], "completed")
+            part: w.OutputContent = (
+                w.OutputRefusal(refusal=p.text)
+                if wording_refuses and p.text
+                else text_part(p.text, p.citations)
+            )
+            joinable = message_item(rid, len(items), [part], "completed")
             items.append(joinable)
         elif type(p) is c.ToolCall:
             joinable = None
@@ -442,6 +448,17 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
     if shows_explanation(response.stop_reason, response.refusal_explanation, shown):
         items.append(refusal_message(rid, len(items), response.refusal_explanation or ""))
     return items
+
+
+def refused_wording(response: c.Response) -> bool:
+    """A refused turn (Anthropic ``stop_reason: refusal``) whose visible wording came as
+    plain text: that wording is its refusal (spec refusal-and-status), so a non-streamed
+    answer shows it as ``refusal`` parts, as Chat clients get it in ``message.refusal``.
+    A stream has sent the text as ``output_text`` before the stop reason is known; its
+    terminal ``error`` carries the refusal instead (RS-15)."""
+    if response.stop_reason != "refusal":
+        return False
+    return not any(type(p) is c.Refusal for p in response.content)
 
 
 def message_status(response_status: str) -> str:
