@@ -36,11 +36,26 @@ def unpack(value: str | None) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def pack_anthropic(*, signature: str | None = None, redacted: str | None = None) -> str:
-    """An Anthropic thinking signature or redacted payload, for Responses encrypted_content."""
+def pack_anthropic(
+    *, signature: str | None = None, redacted: str | None = None, text: str | None = None
+) -> str:
+    """An Anthropic thinking signature (with the thinking text it signs) or redacted
+    payload, for Responses encrypted_content. The text rides along because Anthropic
+    accepts the signature only with that exact text, and a client may replay the
+    reasoning item without its content."""
     if redacted is not None:
         return pack({"p": "anthropic", "redacted": redacted})
-    return pack({"p": "anthropic", "signature": signature or ""})
+    payload: dict[str, Any] = {"p": "anthropic", "signature": signature or ""}
+    if text is not None:
+        payload["t"] = text
+    return pack(payload)
+
+
+def carried_text(payload: dict[str, Any], text: str) -> str:
+    """The thinking text a packed Anthropic signature was issued for; ``text`` (what the
+    client replayed) for carriers packed before the text rode along."""
+    signed = payload.get("t")
+    return signed if isinstance(signed, str) else text
 
 
 def pack_openai(*, encrypted_content: str | None, item_id: str | None) -> str:

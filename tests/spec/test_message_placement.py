@@ -26,7 +26,8 @@ Tool call request
 Tool call result
   MP-13 A Chat ``role: "tool"`` message is an Anthropic ``role: "user"`` message holding a
         ``tool_result`` block that references the ``tool_use.id``; never Chat user content
-        nor Anthropic assistant content (checked both ways).
+        nor Anthropic assistant content (checked both ways). Deviation: an image in a
+        tool result goes to Chat as a labelled user message after the tool message.
 Mapping tool_result.is_error
   MP-14 ``is_error = true`` is never mapped to Responses ``incomplete``; the error context
         survives in the output text.
@@ -426,6 +427,62 @@ def test_chat_tool_message_becomes_anthropic_user_tool_result_and_back() -> None
     back = translate_request(ANTHROPIC, CHAT, anthropic_body)["messages"]
     assert back[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "found"}
     assert not any(m["role"] == "user" and "found" in json.dumps(m) for m in back)
+
+
+PIXEL = "iVBORw0KGgo="
+MP13_IMAGE_DEVIATION = (
+    "deliberate: an Anthropic tool_result holding an image goes to a Chat upstream as the "
+    "tool message (its text) followed by a user message holding the image, labelled with "
+    "the call id, because Chat role: tool messages carry text only; dropping the image "
+    "would silently change the answer (a model that cannot see the screenshot it asked for)"
+)
+
+
+def anthropic_image_result_toward_chat() -> list[dict[str, Any]]:
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [
+            {"type": "text", "text": "screenshot:"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": PIXEL},
+            },
+        ],
+    }
+    body = {
+        "model": "claude-client",
+        "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "Take a screenshot."},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "shot", "input": {}}],
+            },
+            {"role": "user", "content": [result]},
+        ],
+    }
+    return list(translate_request(ANTHROPIC, CHAT, body)["messages"])
+
+
+@pytest.mark.xfail(strict=True, reason=MP13_IMAGE_DEVIATION)
+def test_mp13_an_image_tool_result_never_becomes_chat_user_content() -> None:
+    """MP-13 read strictly: no part of a tool result is placed in Chat user content."""
+    messages = anthropic_image_result_toward_chat()
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+
+
+def test_mp13_deviation_an_image_tool_result_rides_in_a_labelled_user_message() -> None:
+    """The documented deviation from MP-13 (docs/spec-index.md): the tool message keeps
+    the text and the call id; the image follows in ONE user message, after the tool
+    messages, labelled with the call it belongs to; nothing else moves."""
+    messages = anthropic_image_result_toward_chat()
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "user"]
+    assert messages[2] == {"role": "tool", "tool_call_id": "toolu_1", "content": "screenshot:"}
+    label, image = messages[3]["content"]
+    assert label == {"type": "text", "text": "[content returned by tool call toolu_1]"}
+    assert image["type"] == "image_url"
+    assert image["image_url"]["url"] == "data:image/png;base64," + PIXEL
 
 
 def anthropic_tool_loop(is_error: bool, result: str = "Error: lookup failed") -> dict[str, Any]:

@@ -516,8 +516,29 @@ def test_status_mapping_streaming_and_non_streaming_conversions_agree(stop_reaso
     """RS-17: "Streaming and non-streaming conversions must agree on this mapping." """
     whole, _ = anthropic_to_responses(stop_reason, "json")
     streamed, _ = anthropic_to_responses(stop_reason, "stream")
-    for key in ("id", "status", "incomplete_details", "output", "usage"):
+    for key in ("id", "status", "incomplete_details", "usage"):
         assert streamed[key] == whole[key], key
+    assert _wording(streamed["output"]) == _wording(whole["output"])
+    if stop_reason != "refusal":
+        assert streamed["output"] == whole["output"]
+        return
+    # The one documented difference: a refused turn's visible wording is a refusal part
+    # when the whole answer is known; a stream sent it as output_text before the stop
+    # reason came, and says it was a refusal in the terminal error (RS-15).
+    assert _part_types(whole["output"]) == ["refusal"]
+    assert _part_types(streamed["output"]) == ["output_text"]
+
+
+def _wording(output: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (item["id"], part.get("text", part.get("refusal", "")))
+        for item in output
+        for part in item.get("content", [])
+    ]
+
+
+def _part_types(output: list[dict[str, Any]]) -> list[str]:
+    return [part["type"] for item in output for part in item.get("content", [])]
 
 
 REVERSE = {"completed": "end_turn", "incomplete": "max_tokens", "failed": "refusal"}

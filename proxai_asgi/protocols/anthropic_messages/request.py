@@ -724,7 +724,8 @@ def _thinking_out(p: c.Reasoning) -> wire.ThinkingBlock | wire.RedactedThinkingB
             return wire.RedactedThinkingBlock(data=redacted)
         signature = payload.get("signature")
         if isinstance(signature, str) and signature:
-            return wire.ThinkingBlock(thinking=p.text, signature=signature)
+            text = reasoning_carry.carried_text(payload, p.text)
+            return wire.ThinkingBlock(thinking=text, signature=signature)
     return None
 
 

@@ -590,6 +590,14 @@ def encode_request(
         report.reject("background", "Chat Completions has no background mode")
     if request.top_k is not None:
         report.drop("top_k")
+    # A Chat answer's logprobs are not translated into other protocols (MP-38 refuses
+    # them in a stream), so they are never asked for: a 400 up front, not a failed answer.
+    if request.logprobs:
+        report.reject("logprobs", "log probabilities from Chat Completions are not translated")
+    if request.top_logprobs:
+        report.reject("top_logprobs", "log probabilities from Chat Completions are not translated")
+    elif request.top_logprobs == 0:
+        report.drop("top_logprobs")
 
     enc = _Encoder(report, options)
     if request.system:
@@ -697,9 +705,6 @@ def encode_request(
         top_p=request.top_p,
         stop=list(request.stop) or None,
         n=request.n,
-        # Chat returns top_logprobs only with logprobs on (and 400s without it).
-        logprobs=True if request.top_logprobs is not None else request.logprobs,
-        top_logprobs=request.top_logprobs,
         response_format=response_format,
         reasoning_effort=effort_for(request.reasoning),
         user=ids.openai_user_id(request.user) if request.user is not None else None,

@@ -74,7 +74,9 @@ def reasoning_in(
         if carried.get("redacted") is not None:
             return c.Reasoning(redacted=str(carried["redacted"]))
         signature = str(carried.get("signature", ""))
-        return c.Reasoning(text=text, summary=summary, signature=signature, item_id=item_id)
+        signed = reasoning_carry.carried_text(carried, text)
+        summary = summary and signed == text  # the signed text is raw thinking
+        return c.Reasoning(text=signed, summary=summary, signature=signature, item_id=item_id)
     return c.Reasoning(text=text, summary=summary, encrypted_content=encrypted, item_id=item_id)
 
 
@@ -241,13 +243,15 @@ def tool_item_id(kind: c.ToolKind, item_id: str | None, response_id: str, n: int
     return ids.item_id(prefix, response_id, n)
 
 
-def encrypted_out(encrypted: str | None, signature: str | None, redacted: str | None) -> str | None:
+def encrypted_out(
+    encrypted: str | None, signature: str | None, redacted: str | None, text: str
+) -> str | None:
     """The ``encrypted_content`` a Responses client replays: our own token, or an
-    Anthropic token packed so it comes back to us intact."""
+    Anthropic token (with the ``text`` it signs) packed so it comes back to us intact."""
     if redacted is not None:
         return reasoning_carry.pack_anthropic(redacted=redacted)
     if signature is not None:
-        return reasoning_carry.pack_anthropic(signature=signature)
+        return reasoning_carry.pack_anthropic(signature=signature, text=text)
     return encrypted
 
 
@@ -405,12 +409,18 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
     items: list[w.OutputItem] = []
     joinable: w.OutputMessage | None = None  # a text's message a refusal may join
     shown = False  # a text or refusal part with text
+    wording_refuses = refused_wording(response)
     # Parts are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec
     # Struct class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
     for p in response.content:
         if type(p) is c.Text:
             shown = shown or bool(p.text)
-            joinable = message_item(rid, len(items), [text_part(p.text, p.citations)], "completed")
+            part: w.OutputContent = (
+                w.OutputRefusal(refusal=p.text)
+                if wording_refuses and p.text
+                else text_part(p.text, p.citations)
+            )
+            joinable = message_item(rid, len(items), [part], "completed")
             items.append(joinable)
         elif type(p) is c.ToolCall:
             joinable = None
@@ -433,13 +443,24 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
                     reasoning_item_id(p.item_id, rid, len(items)),
                     p.text,
                     p.summary,
-                    encrypted_out(p.encrypted_content, p.signature, p.redacted),
+                    encrypted_out(p.encrypted_content, p.signature, p.redacted, p.text),
                 )
             )
         # Server tool parts have no stream shape: dropped in both paths alike.
     if shows_explanation(response.stop_reason, response.refusal_explanation, shown):
         items.append(refusal_message(rid, len(items), response.refusal_explanation or ""))
     return items
+
+
+def refused_wording(response: c.Response) -> bool:
+    """A refused turn (Anthropic ``stop_reason: refusal``) whose visible wording came as
+    plain text: that wording is its refusal (spec refusal-and-status), so a non-streamed
+    answer shows it as ``refusal`` parts, as Chat clients get it in ``message.refusal``.
+    A stream has sent the text as ``output_text`` before the stop reason is known; its
+    terminal ``error`` carries the refusal instead (RS-15)."""
+    if response.stop_reason != "refusal":
+        return False
+    return not any(type(p) is c.Refusal for p in response.content)
 
 
 def message_status(response_status: str) -> str:

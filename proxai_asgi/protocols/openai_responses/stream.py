@@ -1163,7 +1163,7 @@ class ResponsesStreamEncoder:
                         sequence_number=self._next(),
                     )
                 )
-        encrypted = r.encrypted_out(block.encrypted, block.signature, block.redacted)
+        encrypted = r.encrypted_out(block.encrypted, block.signature, block.redacted, text)
         reasoning = r.reasoning_item(block.item_id, text, block.summary, encrypted)
         return out + self._item_done(block.n, reasoning)
 

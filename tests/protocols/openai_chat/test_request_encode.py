@@ -381,8 +381,6 @@ def test_upstream_sampling_and_bookkeeping_fields_are_forwarded() -> None:
             top_p=0.8,
             stop=["a", "b"],
             n=1,
-            logprobs=True,
-            top_logprobs=2,
             user="u",
             metadata={"k": "v"},
             service_tier="priority",
@@ -395,8 +393,6 @@ def test_upstream_sampling_and_bookkeeping_fields_are_forwarded() -> None:
         "top_p": 0.8,
         "stop": ["a", "b"],
         "n": 1,
-        "logprobs": True,
-        "top_logprobs": 2,
         "user": "u",
         "metadata": {"k": "v"},
         "service_tier": "priority",
@@ -405,10 +401,16 @@ def test_upstream_sampling_and_bookkeeping_fields_are_forwarded() -> None:
         assert out[k] == v, k
 
 
-def test_upstream_top_logprobs_implies_logprobs_true() -> None:
-    out, report = enc(req(top_logprobs=3))
-    assert out["logprobs"] is True and out["top_logprobs"] == 3 and report.dropped == []
-    assert "logprobs" not in enc(req())[0]
+@pytest.mark.parametrize("asked", [{"logprobs": True}, {"top_logprobs": 3}])
+def test_upstream_logprobs_are_never_asked_for(asked: dict[str, Any]) -> None:
+    """Issue 17 defect 3: the Chat decoders do not translate logprobs, so asking for them
+    is a 400 (lossy: dropped, reported), never a request whose answer then fails."""
+    (name,) = asked
+    with pytest.raises(ProxyError) as e:
+        enc(req(**asked))
+    assert e.value.status == 400 and e.value.param == name
+    out, report = enc(req(**asked), lossy=True)
+    assert "logprobs" not in out and "top_logprobs" not in out and report.dropped == [name]
 
 
 def test_upstream_verbosity_is_carried() -> None:

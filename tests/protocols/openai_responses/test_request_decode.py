@@ -421,6 +421,18 @@ def test_reasoning_item_carrying_an_anthropic_token_gives_the_token_back() -> No
     ]
 
 
+@pytest.mark.parametrize("content", [[], [{"type": "reasoning_text", "text": "edited"}]])
+def test_the_signed_thinking_text_comes_back_from_the_carrier(content: list[Any]) -> None:
+    """Issue 17 defect 6: the carrier holds the text Anthropic signed, so a replay without
+    content (or with other text) still gives Anthropic that text; a carrier packed before
+    the text rode along (above) keeps the replayed text."""
+    signed = reasoning_carry.pack_anthropic(signature="sig-1", text="thinking...")
+    item = {"type": "reasoning", "summary": [], "content": content, "encrypted_content": signed}
+    creq, _ = decode_req({"model": "m", "input": [item]})
+    (reasoning,) = creq.messages[0].content
+    assert reasoning == c.Reasoning(text="thinking...", summary=False, signature="sig-1")
+
+
 def test_item_reference_is_rejected_because_it_needs_server_side_state() -> None:
     body = {"model": "m", "input": [{"type": "item_reference", "id": "msg_1"}]}
     with pytest.raises(ProxyError) as exc:

@@ -325,6 +325,7 @@ def test_reasoning_parts_become_reasoning_items_carrying_their_tokens() -> None:
     assert reasoning_carry.unpack(signed["encrypted_content"]) == {
         "p": "anthropic",
         "signature": "sig",
+        "t": "raw thinking",  # the text it signs rides along (issue 17 defect 6)
     }
     assert reasoning_carry.unpack(redacted["encrypted_content"]) == {
         "p": "anthropic",

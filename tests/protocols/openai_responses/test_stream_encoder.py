@@ -243,6 +243,7 @@ def test_raw_reasoning_streams_as_a_reasoning_text_part_and_packs_a_signature() 
     assert reasoning_carry.unpack(item["encrypted_content"]) == {
         "p": "anthropic",
         "signature": "sig",
+        "t": "hmm",  # the streamed text it signs rides along (issue 17 defect 6)
     }
 
 
