@@ -6,7 +6,7 @@ host = "127.0.0.1"
 port = 8080
 prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
-lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
+lean_http = true             # upstreams via the lean HTTP/1.1 pool (false: httpx)
 responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 workers = 1                  # processes serving the port; each has its own pools and limits
 
@@ -18,6 +18,7 @@ api_key_env = "ANTHROPIC_API_KEY"   # keys come from the environment
 default_max_tokens = 4096
 lossy = false
 headers = { "x-team" = "search" }
+verify = true                # or a CA file/directory path; false: no TLS verification
 
 [[routes]]
 model = "claude-*"           # glob; first match wins
@@ -65,6 +66,7 @@ class UpstreamConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     api_key: str | None = None  # only with allow_inline_key = true
     allow_inline_key: bool = False
     headers: dict[str, str] = msgspec.field(default_factory=dict)
+    verify: bool | str = True  # a CA file or directory path, or false
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     stream_idle_timeout: float = 300.0
@@ -139,6 +141,7 @@ def build_upstream(u: UpstreamConfig, env: dict[str, str] | None = None) -> Upst
         key,
         name=u.name,
         headers=dict(u.headers),
+        verify=u.verify,
         connect_timeout=u.connect_timeout,
         read_timeout=u.read_timeout,
         stream_idle_timeout=u.stream_idle_timeout,

@@ -54,7 +54,7 @@ async def count_tokens(ex: Exchange, body: bytes) -> None:
             body = rewrite_model(body, route.model_rewrite)
         import httpx  # loaded by ``client`` already
 
-        client = ex.mw.http.client
+        client = ex.mw.http.client_for(up)
         url = up.url + "/count_tokens"
         try:
             r = await client.post(url, content=body, headers=headers, timeout=up.read_timeout)
@@ -99,7 +99,7 @@ async def count_tokens_in_path(ex: Exchange, body: bytes) -> None:
         import httpx  # loaded by ``client`` already
 
         try:
-            r = await ex.mw.http.client.post(
+            r = await ex.mw.http.client_for(up).post(
                 url, content=body, headers=headers, timeout=up.read_timeout
             )
         except httpx.HTTPError as exc:
@@ -179,7 +179,7 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
     import httpx  # loaded by ``client`` already
 
     try:
-        r = await mw.http.client.get(url, headers=out_headers, timeout=5.0)
+        r = await mw.http.client_for(up).get(url, headers=out_headers, timeout=5.0)
         if google:
             ids = [
                 m["name"].removeprefix("models/")

@@ -15,6 +15,7 @@ applies to, and event loops other than asyncio stay on httpx.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +27,7 @@ import h11
 from .errors import ProxyError
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .routing import Upstream
+from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
 
 _HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop reading it
@@ -33,7 +35,8 @@ _HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop readi
 # background, up to this much for this long, so that its connection can be reused.
 _DRAIN_MAX = 64 * 1024
 _DRAIN_GRACE = 1.0
-_Target = tuple[str, int, bytes, bytes]  # host, port, request target, Host header
+_Target = tuple[str, int, bytes, bytes, bool]  # host, port, request target, Host header, TLS
+_PoolKey = tuple[str, int, ssl.SSLContext | None]
 
 
 class _Wire(asyncio.Protocol):
@@ -150,7 +153,7 @@ class Http1Pool:
     def __init__(self, max_connections: int = 1000, max_idle: int = 100) -> None:
         self._slots = asyncio.Semaphore(max_connections)
         self._max_idle = max_idle
-        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        self._idle: dict[_PoolKey, list[_Conn]] = {}
         self._n_idle = 0
         self._targets: dict[str, _Target | None] = {}
         self.in_flight = 0  # requests holding a connection (for tests and metrics)
@@ -158,8 +161,8 @@ class Http1Pool:
     # ---------------------------------------------------------------- routing
 
     def serves(self, upstream: Upstream, url: str | None = None) -> bool:
-        """Whether this pool takes ``upstream`` (plain HTTP, no environment proxy,
-        running on asyncio); otherwise the caller uses httpx."""
+        """Whether this pool takes ``upstream`` (http or https, no environment proxy
+        for it, running on asyncio); otherwise the caller uses httpx."""
         if self._target(url or upstream.url) is None:
             return False
         try:
@@ -177,17 +180,20 @@ class Http1Pool:
         if len(self._targets) >= 4096:  # URLs that name models: keep the cache bounded
             self._targets.clear()
         parts = urlsplit(url)
-        if parts.scheme == "http" and parts.hostname and not parts.username:
+        scheme = parts.scheme
+        if scheme in ("http", "https") and parts.hostname and not parts.username:
             proxies = urllib.request.getproxies()
-            if not (proxies.get("http") or proxies.get("all")) or urllib.request.proxy_bypass(
+            if not (proxies.get(scheme) or proxies.get("all")) or urllib.request.proxy_bypass(
                 parts.hostname
             ):
                 path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                tls = scheme == "https"
                 target = (
                     parts.hostname,
-                    parts.port or 80,
+                    parts.port or (443 if tls else 80),
                     path.encode(),
                     parts.netloc.rpartition("@")[2].encode(),
+                    tls,
                 )
         self._targets[url] = target
         return target
@@ -209,6 +215,7 @@ class Http1Pool:
         (pass-through) instead of decoding it."""
         target = self._target(url or upstream.url)
         assert target is not None, "serves() decides which upstreams come here"
+        key = (target[0], target[1], client_context(upstream.verify) if target[4] else None)
         if self._slots.locked():
             await self._wait_for_slot(upstream.read_timeout)
         else:
@@ -218,7 +225,7 @@ class Http1Pool:
         self.in_flight += 1
         try:
             for _ in range(2):  # a second try only when a reused connection was stale
-                conn = await self._checkout(target, upstream.connect_timeout)
+                conn = await self._checkout(key, upstream.connect_timeout)
                 try:
                     head = await self._exchange_head(
                         conn, _request(conn, target, headers, body, raw=raw), upstream.read_timeout
@@ -238,7 +245,7 @@ class Http1Pool:
             finished = True  # not reached when the caller raised (a disconnect, an error)
         finally:
             if conn is not None:
-                self._release(target, conn, drain=finished)
+                self._release(key, conn, drain=finished)
             self.in_flight -= 1
             self._slots.release()
 
@@ -249,8 +256,8 @@ class Http1Pool:
         except TimeoutError:
             raise ProxyError(504, "upstream timed out (PoolTimeout)", kind="timeout") from None
 
-    async def _checkout(self, target: _Target, connect_timeout: float) -> _Conn:
-        idle = self._idle.get((target[0], target[1]))
+    async def _checkout(self, key: _PoolKey, connect_timeout: float) -> _Conn:
+        idle = self._idle.get(key)
         while idle:
             conn = idle.pop()
             self._n_idle -= 1
@@ -259,17 +266,14 @@ class Http1Pool:
                 continue
             conn.reused = True
             return conn
+        host, port, context = key
         try:
             async with asyncio.timeout(connect_timeout):
                 _, wire = await asyncio.get_running_loop().create_connection(
-                    _Wire, target[0], target[1]
+                    _Wire, host, port, ssl=context
                 )
-        except TimeoutError:
-            raise ProxyError(504, "upstream timed out (ConnectTimeout)", kind="timeout") from None
-        except OSError:
-            raise ProxyError(
-                502, "upstream unreachable (ConnectError)", kind="bad_gateway"
-            ) from None
+        except OSError as exc:  # TimeoutError and ssl.SSLError are OSErrors too
+            raise _connect_error(exc) from None
         return _Conn(wire)
 
     async def _exchange_head(
@@ -343,19 +347,19 @@ class Http1Pool:
             ) from None
         conn.reusable = keep_alive and framing.reusable and not framing.leftover
 
-    def _release(self, target: _Target, conn: _Conn, *, drain: bool) -> None:
+    def _release(self, key: _PoolKey, conn: _Conn, *, drain: bool) -> None:
         if conn.reusable and self._n_idle < self._max_idle and not conn.stale():
             conn.h11 = h11.Connection(h11.CLIENT)
             conn.reusable = False
             conn.framing = None
-            self._idle.setdefault((target[0], target[1]), []).append(conn)
+            self._idle.setdefault(key, []).append(conn)
             self._n_idle += 1
         elif drain and conn.framing is not None and not conn.wire.eof:
-            self._drain(target, conn, conn.framing)
+            self._drain(key, conn, conn.framing)
         else:  # the client left, connection: close, or an error
             conn.close()
 
-    def _drain(self, target: _Target, conn: _Conn, framing: Framing) -> None:
+    def _drain(self, key: _PoolKey, conn: _Conn, framing: Framing) -> None:
         """The caller finished without reading the whole body: a translated stream
         ends at its protocol's last event, and the chunked terminator may still be on
         its way. Read the rest in the background, briefly, then keep the connection
@@ -381,7 +385,7 @@ class Http1Pool:
                 timer.cancel()
                 wire.on_data = None
                 conn.reusable = True
-                self._release(target, conn, drain=False)
+                self._release(key, conn, drain=False)
 
         timer = asyncio.get_running_loop().call_later(_DRAIN_GRACE, give_up)
         wire.on_data = on_data
@@ -400,6 +404,19 @@ class Http1Pool:
                 conn.close()
         self._idle.clear()
         self._n_idle = 0
+
+
+def _connect_error(exc: OSError) -> ProxyError:
+    """What the client is told when no connection could be made. A certificate's
+    fault is named (it never holds anything of the request)."""
+    if isinstance(exc, TimeoutError):
+        return ProxyError(504, "upstream timed out (ConnectTimeout)", kind="timeout")
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        reason = f"upstream certificate rejected ({exc.verify_message})"
+        return ProxyError(502, reason, kind="bad_gateway")
+    if isinstance(exc, ssl.SSLError):
+        return ProxyError(502, f"upstream TLS handshake failed ({exc.reason})", kind="bad_gateway")
+    return ProxyError(502, "upstream unreachable (ConnectError)", kind="bad_gateway")
 
 
 def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, raw: bool) -> bytes:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .codec import PROTOCOLS, PathCall, ProtocolName, UpstreamOptions
+
+if TYPE_CHECKING:
+    from .tls import Verify
 
 # The path each protocol is served on; also where an inner-app upstream is called.
 DEFAULT_PATHS: dict[ProtocolName, str] = {
@@ -24,7 +28,10 @@ class Upstream:
     ``base_url`` is taken as that protocol's official SDK takes it: OpenAI protocols
     include the version (``https://api.openai.com/v1``), Anthropic does not
     (``https://api.anthropic.com``). ``api_key=None`` forwards the client's own
-    credential (in the upstream's scheme).
+    credential (in the upstream's scheme). ``verify`` decides which certificates an
+    ``https://`` upstream may present (see ``proxai_asgi.tls``): by default those httpx
+    trusts (certifi, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``); a CA file or directory
+    path, an ``ssl.SSLContext``, or ``False`` for none.
     """
 
     protocol: ProtocolName
@@ -34,6 +41,7 @@ class Upstream:
     name: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     connect_timeout: float = 10.0
+    verify: Verify = True
     read_timeout: float = 600.0  # waiting for headers, and between body chunks
     stream_idle_timeout: float = 300.0  # no upstream bytes for this long mid-stream
     tool_stall_timeout: float = 120.0  # ...or this long while tool arguments are half sent
