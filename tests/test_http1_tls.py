@@ -198,15 +198,22 @@ def _recording_peers(app: Any) -> Any:
     return wrapped
 
 
+TRANSPORTS = pytest.mark.parametrize("lean", [True, False], ids=["default", "httpx"])
+
+
+@TRANSPORTS
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
-def test_default_middleware_translates_over_https_on_the_lean_pool(
-    tls_upstream: tuple[FakeUpstream, str], ca_file: str, stream: bool
+def test_default_middleware_translates_over_https(
+    tls_upstream: tuple[FakeUpstream, str], ca_file: str, stream: bool, lean: bool
 ) -> None:
+    """The default transport (the lean pool) and httpx (``lean_http=False``) honour
+    the upstream's ``verify`` alike."""
     fake, url = tls_upstream
     capture = "chat_sse_text_basic_include_usage" if stream else "chat_json_text_basic"
     fake.push(reply_from_capture(capture))
     up = Upstream("openai_chat_completions", url + "/v1", "sk-test", verify=ca_file)
-    mw = ProxaiMiddleware(_no_app, upstream=up)
+    mw = ProxaiMiddleware(_no_app, upstream=up, **({} if lean else {"lean_http": False}))
+    assert (mw.lean is not None) is lean
     with serve(mw) as base:
         client = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
         for _ in range(2):
@@ -230,13 +237,15 @@ def test_default_middleware_translates_over_https_on_the_lean_pool(
         assert PEERS[0] == PEERS[1], "the second request did not reuse the connection"
 
 
+@TRANSPORTS
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 def test_an_untrusted_https_upstream_is_a_502_in_each_clients_shape(
-    tls_upstream: tuple[FakeUpstream, str], stream: bool
+    tls_upstream: tuple[FakeUpstream, str], stream: bool, lean: bool
 ) -> None:
     fake, url = tls_upstream
     up = Upstream("anthropic_messages", url, "sk-test")  # default trust: certifi
-    with serve(ProxaiMiddleware(_no_app, upstream=up)) as base:
+    options = {} if lean else {"lean_http": False}
+    with serve(ProxaiMiddleware(_no_app, upstream=up, **options)) as base:
         chat_client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
         with pytest.raises(openai.APIStatusError) as chat:
             chat_client.chat.completions.create(
@@ -251,8 +260,9 @@ def test_an_untrusted_https_upstream_is_a_502_in_each_clients_shape(
             )
     assert chat.value.status_code == messages.value.status_code == 502
     chat_message = error_message("openai_chat_completions", chat.value.response.json())
-    assert "certificate" in chat_message
-    assert "certificate" in error_message("anthropic_messages", messages.value.response.json())
+    anthropic_message = error_message("anthropic_messages", messages.value.response.json())
+    if lean:  # httpx's ConnectError does not say why
+        assert "certificate" in chat_message and "certificate" in anthropic_message
     assert "sk-test" not in chat.value.response.text
     assert fake.seen == []
 
