@@ -1,15 +1,24 @@
-"""A lean HTTP/1.1 client for plain-``http://`` upstreams (vLLM, Ollama, gateways on the
-LAN), used when ``ProxaiMiddleware(lean_http=True)`` (the standalone server's default).
+"""The lean HTTP/1.1 client: the middleware's default transport for ``http://`` and
+``https://`` upstreams (vLLM, Ollama, gateways on the LAN, the providers' APIs).
 
 Why not httpx here: on loopback ``httpx.AsyncClient`` spends about 0.5 ms per request
 above the round trip (client, transport and connection-pool layers, an
-``anyio.fail_after`` of ~12 µs around every read). This keeps the wire work in h11
-(strict parsing, chunked framing, keep-alive rules) over asyncio streams, keeps idle
-connections per host, and has no per-read timer: a stalled body is caught by the
-middleware's one watchdog per stream, a stalled header wait by one ``asyncio.timeout``.
+``anyio.fail_after`` of ~12 µs around every read). What each layer does here:
 
-HTTPS upstreams, an ``http_client`` given by the user, upstreams an environment proxy
-applies to, and event loops other than asyncio stay on httpx.
+- h11 writes the request and parses the answer's head (status line, headers,
+  informational answers, malformed heads refused);
+- the body is framed by ``http1_body`` (Content-Length, chunked, or until close), and
+  keep-alive is decided here from the answer's version, its ``Connection`` header and
+  whether the body ended cleanly: h11 yields one event per chunk, which costs a
+  yield and a client write per SSE event;
+- connections are asyncio transports with a bare protocol (``_Wire``), TLS by
+  asyncio's ``ssl`` with the context ``tls.client_context`` builds (certificates
+  checked as httpx checks them), kept idle per host, port and TLS context;
+- no per-read timer: a stalled body is caught by the middleware's one watchdog per
+  stream, a stalled head by one ``asyncio.timeout``.
+
+Upstreams an environment proxy applies to, an ``http_client`` given by the user,
+``lean_http=False`` and event loops other than asyncio use httpx.
 """
 
 from __future__ import annotations
@@ -235,7 +244,7 @@ class Http1Pool:
                     conn.close()
                     conn = None
             else:  # pragma: no cover - the second connection is always fresh
-                raise ProxyError(502, "upstream closed the connection", kind="bad_gateway")
+                raise ProxyError(502, "upstream hung up on a fresh connection", kind="bad_gateway")
             resp_headers = [(k.lower(), v) for k, v in head.headers]
             chunks = self._body(conn, head, resp_headers)
             coding = _content_coding(resp_headers)
@@ -254,7 +263,11 @@ class Http1Pool:
             async with asyncio.timeout(timeout):
                 await self._slots.acquire()
         except TimeoutError:
-            raise ProxyError(504, "upstream timed out (PoolTimeout)", kind="timeout") from None
+            raise ProxyError(
+                504,
+                "upstream timed out: no connection slot free within read_timeout",
+                kind="timeout",
+            ) from None
 
     async def _checkout(self, key: _PoolKey, connect_timeout: float) -> _Conn:
         idle = self._idle.get(key)
@@ -298,20 +311,20 @@ class Http1Pool:
                         return event
                     if type(event) is h11.InformationalResponse:
                         continue  # 100 Continue and friends: the answer follows
-                    raise ProxyError(
-                        502, "upstream closed the connection before answering", kind="bad_gateway"
-                    )
+                    raise ProxyError(502, "upstream hung up without answering", kind="bad_gateway")
         except TimeoutError:
-            raise ProxyError(504, "upstream timed out (ReadTimeout)", kind="timeout") from None
+            raise ProxyError(
+                504, "upstream timed out: no answer within read_timeout", kind="timeout"
+            ) from None
         except (ConnectionError, OSError):
             if conn.reused and not received:
                 raise _Stale from None
             raise ProxyError(
-                502, "upstream connection failed (ReadError)", kind="bad_gateway"
+                502, "upstream connection broke before the answer", kind="bad_gateway"
             ) from None
         except h11.RemoteProtocolError:
             raise ProxyError(
-                502, "upstream sent invalid HTTP (RemoteProtocolError)", kind="bad_gateway"
+                502, "upstream answer is not well-formed HTTP/1.1", kind="bad_gateway"
             ) from None
 
     async def _body(
@@ -339,11 +352,11 @@ class Http1Pool:
                     yield data
         except BodyError as exc:
             raise ProxyError(
-                502, f"upstream connection failed mid-body ({exc})", kind="bad_gateway"
+                502, f"upstream body cut or garbled mid-body: {exc}", kind="bad_gateway"
             ) from None
         except (ConnectionError, OSError):
             raise ProxyError(
-                502, "upstream connection failed mid-body (ReadError)", kind="bad_gateway"
+                502, "upstream connection broke mid-body", kind="bad_gateway"
             ) from None
         conn.reusable = keep_alive and framing.reusable and not framing.leftover
 
@@ -410,13 +423,17 @@ def _connect_error(exc: OSError) -> ProxyError:
     """What the client is told when no connection could be made. A certificate's
     fault is named (it never holds anything of the request)."""
     if isinstance(exc, TimeoutError):
-        return ProxyError(504, "upstream timed out (ConnectTimeout)", kind="timeout")
+        return ProxyError(
+            504, "upstream timed out: not connected within connect_timeout", kind="timeout"
+        )
     if isinstance(exc, ssl.SSLCertVerificationError):
         reason = f"upstream certificate rejected ({exc.verify_message})"
         return ProxyError(502, reason, kind="bad_gateway")
     if isinstance(exc, ssl.SSLError):
         return ProxyError(502, f"upstream TLS handshake failed ({exc.reason})", kind="bad_gateway")
-    return ProxyError(502, "upstream unreachable (ConnectError)", kind="bad_gateway")
+    return ProxyError(
+        502, "upstream unreachable: the connection was refused or failed", kind="bad_gateway"
+    )
 
 
 def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, raw: bool) -> bytes:
@@ -470,14 +487,42 @@ async def _decoded(chunks: AsyncIterator[bytes], coding: bytes) -> AsyncIterator
     are still undone for servers that compress regardless)."""
     if coding not in (b"gzip", b"x-gzip", b"deflate"):
         raise ProxyError(502, f"upstream body has unsupported content-encoding {coding.decode()!r}")
-    inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or a zlib header
+    inflater = _Inflater(deflate=coding == b"deflate")
     try:
         async for chunk in chunks:
-            out = inflater.decompress(chunk)
+            out = inflater.feed(chunk)
             if out:
                 yield out
         tail = inflater.flush()
     except zlib.error:
-        raise ProxyError(502, "upstream body is not valid " + coding.decode()) from None
+        raise ProxyError(502, f"upstream body does not decode as {coding.decode()}") from None
     if tail:
         yield tail
+
+
+class _Inflater:
+    """Undo gzip or deflate. ``deflate`` means zlib-wrapped data (RFC 9110 §8.4.1.2),
+    but some servers send it raw, without the zlib header; httpx accepts both, and so
+    do we: when the first two bytes are no zlib header, the body is raw deflate."""
+
+    def __init__(self, *, deflate: bool) -> None:
+        # 32 + MAX_WBITS: a gzip or a zlib header, whichever the body has.
+        self._z = zlib.decompressobj(zlib.MAX_WBITS if deflate else 32 + zlib.MAX_WBITS)
+        self._head = b"" if deflate else None  # bytes before the zlib header was accepted
+
+    def feed(self, data: bytes) -> bytes:
+        head = self._head
+        if head is None:
+            return self._z.decompress(data)
+        try:
+            out = self._z.decompress(data)
+        except zlib.error:  # no zlib header: start again as raw deflate
+            self._head = None
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            return self._z.decompress(head + data)
+        head += data
+        self._head = head if len(head) < 2 else None  # two bytes in: the header passed
+        return out
+
+    def flush(self) -> bytes:
+        return self._z.flush()

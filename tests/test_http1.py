@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import ssl
+import zlib
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -310,6 +311,52 @@ def test_gzip_body_is_decoded_when_translating_and_relayed_as_is_in_pass_through
     async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
         assert await fetch(pool, up, raw=False) == (200, b'{"ok":true}')
         assert await fetch(pool, up, raw=True) == (200, packed)
+
+    run(script, test)
+
+
+def _deflate(data: bytes, *, wrapped: bool) -> bytes:
+    packer = zlib.compressobj(wbits=zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["zlib", "raw"])
+@pytest.mark.parametrize("first", [1, 2, None], ids=["1-byte-read", "2-byte-read", "one-read"])
+def test_deflate_body_decodes_with_or_without_its_zlib_header(
+    wrapped: bool, first: int | None
+) -> None:
+    """httpx decodes ``deflate`` raw when the zlib header is missing; so does the pool,
+    however the first bytes are cut across reads (chunks flushed one by one)."""
+    answer = b'{"ok":true,"text":"' + b"abc" * 50 + b'"}'
+    packed = _deflate(answer, wrapped=wrapped)
+    assert packed[:2] != answer[:2]
+    pieces = [packed[:first], packed[first:]] if first else [packed]
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n")
+        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
+        for piece in pieces:
+            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await w.drain()
+            await asyncio.sleep(0)  # let the piece go out as its own read
+        w.write(b"0\r\n\r\n")
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up, raw=False) == (200, answer)
+        assert await fetch(pool, up, raw=True) == (200, packed)
+
+    run(script, test)
+
+
+def test_a_body_that_is_not_deflate_is_a_502() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: 9\r\n\r\n")
+        w.write(b"\xff" * 9)
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up, raw=False)
+        assert err.value.status == 502 and "deflate" in str(err.value)
 
     run(script, test)
 
