@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--httpx",
         action="store_true",
-        help="send plain-http upstream requests through httpx, not the lean HTTP/1.1 pool",
+        help="send upstream requests through httpx, not the lean HTTP/1.1 pool",
     )
     p.add_argument(
         "--no-websocket",

@@ -6,7 +6,7 @@ host = "127.0.0.1"
 port = 8080
 prefix = ""                  # serve the LLM paths under a mount point
 max_body_size = 33554432
-lean_http = true             # plain-http upstreams via the lean HTTP/1.1 pool (false: httpx)
+lean_http = true             # upstreams via the lean HTTP/1.1 pool (false: httpx)
 responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 workers = 1                  # processes serving the port; each has its own pools and limits
 
@@ -18,6 +18,7 @@ api_key_env = "ANTHROPIC_API_KEY"   # keys come from the environment
 default_max_tokens = 4096
 lossy = false
 headers = { "x-team" = "search" }
+verify = true                # or a CA file/directory path; false: no TLS verification
 
 [[routes]]
 model = "claude-*"           # glob; first match wins
@@ -33,8 +34,9 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import fields
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import msgspec
 
@@ -121,10 +123,25 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+@cache
+def _field_types() -> dict[str, Any]:
+    # A file names a CA path or a switch for ``verify``; an ssl.SSLContext is the
+    # Python API's only.
+    return get_type_hints(Upstream, localns={"Verify": bool | str})
+
+
 def _upstream(table: dict[str, Any], key: str | None) -> Upstream:
-    values = {k: v for k, v in table.items() if k not in _CONFIG_ONLY}
+    types = _field_types()
+    values: dict[str, Any] = {}
+    for name, value in table.items():
+        if name in _CONFIG_ONLY:
+            continue
+        try:
+            values[name] = msgspec.convert(value, types[name])
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"{name}: {exc}") from None
     values["api_key"] = key
-    return msgspec.convert(values, Upstream)
+    return Upstream(**values)
 
 
 def build_upstream(table: dict[str, Any], env: dict[str, str] | None = None) -> Upstream:

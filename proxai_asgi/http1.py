@@ -1,20 +1,30 @@
-"""A lean HTTP/1.1 client for plain-``http://`` upstreams (vLLM, Ollama, gateways on the
-LAN), used when ``ProxaiMiddleware(lean_http=True)`` (the standalone server's default).
+"""The lean HTTP/1.1 client: the middleware's default transport for ``http://`` and
+``https://`` upstreams (vLLM, Ollama, gateways on the LAN, the providers' APIs).
 
 Why not httpx here: on loopback ``httpx.AsyncClient`` spends about 0.5 ms per request
 above the round trip (client, transport and connection-pool layers, an
-``anyio.fail_after`` of ~12 µs around every read). This keeps the wire work in h11
-(strict parsing, chunked framing, keep-alive rules) over asyncio streams, keeps idle
-connections per host, and has no per-read timer: a stalled body is caught by the
-middleware's one watchdog per stream, a stalled header wait by one ``asyncio.timeout``.
+``anyio.fail_after`` of ~12 µs around every read). What each layer does here:
 
-HTTPS upstreams, an ``http_client`` given by the user, upstreams an environment proxy
-applies to, and event loops other than asyncio stay on httpx.
+- h11 writes the request and parses the answer's head (status line, headers,
+  informational answers, malformed heads refused);
+- the body is framed by ``http1_body`` (Content-Length, chunked, or until close), and
+  keep-alive is decided here from the answer's version, its ``Connection`` header and
+  whether the body ended cleanly: h11 yields one event per chunk, which costs a
+  yield and a client write per SSE event;
+- connections are asyncio transports with a bare protocol (``_Wire``), TLS by
+  asyncio's ``ssl`` with the context ``tls.client_context`` builds (certificates
+  checked as httpx checks them), kept idle per host, port and TLS context;
+- no per-read timer: a stalled body is caught by the middleware's one watchdog per
+  stream, a stalled head by one ``asyncio.timeout``.
+
+Upstreams an environment proxy applies to, an ``http_client`` given by the user,
+``lean_http=False`` and event loops other than asyncio use httpx.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +36,7 @@ import h11
 from .errors import ProxyError
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .routing import Upstream
+from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
 
 _HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop reading it
@@ -33,7 +44,8 @@ _HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop readi
 # background, up to this much for this long, so that its connection can be reused.
 _DRAIN_MAX = 64 * 1024
 _DRAIN_GRACE = 1.0
-_Target = tuple[str, int, bytes, bytes]  # host, port, request target, Host header
+_Target = tuple[str, int, bytes, bytes, bool]  # host, port, request target, Host header, TLS
+_PoolKey = tuple[str, int, ssl.SSLContext | None]
 
 
 class _Wire(asyncio.Protocol):
@@ -150,7 +162,7 @@ class Http1Pool:
     def __init__(self, max_connections: int = 1000, max_idle: int = 100) -> None:
         self._slots = asyncio.Semaphore(max_connections)
         self._max_idle = max_idle
-        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        self._idle: dict[_PoolKey, list[_Conn]] = {}
         self._n_idle = 0
         self._targets: dict[str, _Target | None] = {}
         self.in_flight = 0  # requests holding a connection (for tests and metrics)
@@ -158,8 +170,8 @@ class Http1Pool:
     # ---------------------------------------------------------------- routing
 
     def serves(self, upstream: Upstream, url: str | None = None) -> bool:
-        """Whether this pool takes ``upstream`` (plain HTTP, no environment proxy,
-        running on asyncio); otherwise the caller uses httpx."""
+        """Whether this pool takes ``upstream`` (http or https, no environment proxy
+        for it, running on asyncio); otherwise the caller uses httpx."""
         if self._target(url or upstream.url) is None:
             return False
         try:
@@ -177,17 +189,20 @@ class Http1Pool:
         if len(self._targets) >= 4096:  # URLs that name models: keep the cache bounded
             self._targets.clear()
         parts = urlsplit(url)
-        if parts.scheme == "http" and parts.hostname and not parts.username:
+        scheme = parts.scheme
+        if scheme in ("http", "https") and parts.hostname and not parts.username:
             proxies = urllib.request.getproxies()
-            if not (proxies.get("http") or proxies.get("all")) or urllib.request.proxy_bypass(
+            if not (proxies.get(scheme) or proxies.get("all")) or urllib.request.proxy_bypass(
                 parts.hostname
             ):
                 path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                tls = scheme == "https"
                 target = (
                     parts.hostname,
-                    parts.port or 80,
+                    parts.port or (443 if tls else 80),
                     path.encode(),
                     parts.netloc.rpartition("@")[2].encode(),
+                    tls,
                 )
         self._targets[url] = target
         return target
@@ -209,6 +224,7 @@ class Http1Pool:
         (pass-through) instead of decoding it."""
         target = self._target(url or upstream.url)
         assert target is not None, "serves() decides which upstreams come here"
+        key = (target[0], target[1], client_context(upstream.verify) if target[4] else None)
         if self._slots.locked():
             await self._wait_for_slot(upstream.read_timeout)
         else:
@@ -218,7 +234,7 @@ class Http1Pool:
         self.in_flight += 1
         try:
             for _ in range(2):  # a second try only when a reused connection was stale
-                conn = await self._checkout(target, upstream.connect_timeout)
+                conn = await self._checkout(key, upstream.connect_timeout)
                 try:
                     head = await self._exchange_head(
                         conn, _request(conn, target, headers, body, raw=raw), upstream.read_timeout
@@ -228,7 +244,7 @@ class Http1Pool:
                     conn.close()
                     conn = None
             else:  # pragma: no cover - the second connection is always fresh
-                raise ProxyError(502, "upstream closed the connection", kind="bad_gateway")
+                raise ProxyError(502, "upstream hung up on a fresh connection", kind="bad_gateway")
             resp_headers = [(k.lower(), v) for k, v in head.headers]
             chunks = self._body(conn, head, resp_headers)
             coding = _content_coding(resp_headers)
@@ -238,7 +254,7 @@ class Http1Pool:
             finished = True  # not reached when the caller raised (a disconnect, an error)
         finally:
             if conn is not None:
-                self._release(target, conn, drain=finished)
+                self._release(key, conn, drain=finished)
             self.in_flight -= 1
             self._slots.release()
 
@@ -247,10 +263,14 @@ class Http1Pool:
             async with asyncio.timeout(timeout):
                 await self._slots.acquire()
         except TimeoutError:
-            raise ProxyError(504, "upstream timed out (PoolTimeout)", kind="timeout") from None
+            raise ProxyError(
+                504,
+                "upstream timed out: no connection slot free within read_timeout",
+                kind="timeout",
+            ) from None
 
-    async def _checkout(self, target: _Target, connect_timeout: float) -> _Conn:
-        idle = self._idle.get((target[0], target[1]))
+    async def _checkout(self, key: _PoolKey, connect_timeout: float) -> _Conn:
+        idle = self._idle.get(key)
         while idle:
             conn = idle.pop()
             self._n_idle -= 1
@@ -259,17 +279,14 @@ class Http1Pool:
                 continue
             conn.reused = True
             return conn
+        host, port, context = key
         try:
             async with asyncio.timeout(connect_timeout):
                 _, wire = await asyncio.get_running_loop().create_connection(
-                    _Wire, target[0], target[1]
+                    _Wire, host, port, ssl=context
                 )
-        except TimeoutError:
-            raise ProxyError(504, "upstream timed out (ConnectTimeout)", kind="timeout") from None
-        except OSError:
-            raise ProxyError(
-                502, "upstream unreachable (ConnectError)", kind="bad_gateway"
-            ) from None
+        except OSError as exc:  # TimeoutError and ssl.SSLError are OSErrors too
+            raise _connect_error(exc) from None
         return _Conn(wire)
 
     async def _exchange_head(
@@ -294,20 +311,20 @@ class Http1Pool:
                         return event
                     if type(event) is h11.InformationalResponse:
                         continue  # 100 Continue and friends: the answer follows
-                    raise ProxyError(
-                        502, "upstream closed the connection before answering", kind="bad_gateway"
-                    )
+                    raise ProxyError(502, "upstream hung up without answering", kind="bad_gateway")
         except TimeoutError:
-            raise ProxyError(504, "upstream timed out (ReadTimeout)", kind="timeout") from None
+            raise ProxyError(
+                504, "upstream timed out: no answer within read_timeout", kind="timeout"
+            ) from None
         except (ConnectionError, OSError):
             if conn.reused and not received:
                 raise _Stale from None
             raise ProxyError(
-                502, "upstream connection failed (ReadError)", kind="bad_gateway"
+                502, "upstream connection broke before the answer", kind="bad_gateway"
             ) from None
         except h11.RemoteProtocolError:
             raise ProxyError(
-                502, "upstream sent invalid HTTP (RemoteProtocolError)", kind="bad_gateway"
+                502, "upstream answer is not well-formed HTTP/1.1", kind="bad_gateway"
             ) from None
 
     async def _body(
@@ -335,27 +352,27 @@ class Http1Pool:
                     yield data
         except BodyError as exc:
             raise ProxyError(
-                502, f"upstream connection failed mid-body ({exc})", kind="bad_gateway"
+                502, f"upstream body cut or garbled mid-body: {exc}", kind="bad_gateway"
             ) from None
         except (ConnectionError, OSError):
             raise ProxyError(
-                502, "upstream connection failed mid-body (ReadError)", kind="bad_gateway"
+                502, "upstream connection broke mid-body", kind="bad_gateway"
             ) from None
         conn.reusable = keep_alive and framing.reusable and not framing.leftover
 
-    def _release(self, target: _Target, conn: _Conn, *, drain: bool) -> None:
+    def _release(self, key: _PoolKey, conn: _Conn, *, drain: bool) -> None:
         if conn.reusable and self._n_idle < self._max_idle and not conn.stale():
             conn.h11 = h11.Connection(h11.CLIENT)
             conn.reusable = False
             conn.framing = None
-            self._idle.setdefault((target[0], target[1]), []).append(conn)
+            self._idle.setdefault(key, []).append(conn)
             self._n_idle += 1
         elif drain and conn.framing is not None and not conn.wire.eof:
-            self._drain(target, conn, conn.framing)
+            self._drain(key, conn, conn.framing)
         else:  # the client left, connection: close, or an error
             conn.close()
 
-    def _drain(self, target: _Target, conn: _Conn, framing: Framing) -> None:
+    def _drain(self, key: _PoolKey, conn: _Conn, framing: Framing) -> None:
         """The caller finished without reading the whole body: a translated stream
         ends at its protocol's last event, and the chunked terminator may still be on
         its way. Read the rest in the background, briefly, then keep the connection
@@ -381,7 +398,7 @@ class Http1Pool:
                 timer.cancel()
                 wire.on_data = None
                 conn.reusable = True
-                self._release(target, conn, drain=False)
+                self._release(key, conn, drain=False)
 
         timer = asyncio.get_running_loop().call_later(_DRAIN_GRACE, give_up)
         wire.on_data = on_data
@@ -400,6 +417,23 @@ class Http1Pool:
                 conn.close()
         self._idle.clear()
         self._n_idle = 0
+
+
+def _connect_error(exc: OSError) -> ProxyError:
+    """What the client is told when no connection could be made. A certificate's
+    fault is named (it never holds anything of the request)."""
+    if isinstance(exc, TimeoutError):
+        return ProxyError(
+            504, "upstream timed out: not connected within connect_timeout", kind="timeout"
+        )
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        reason = f"upstream certificate rejected ({exc.verify_message})"
+        return ProxyError(502, reason, kind="bad_gateway")
+    if isinstance(exc, ssl.SSLError):
+        return ProxyError(502, f"upstream TLS handshake failed ({exc.reason})", kind="bad_gateway")
+    return ProxyError(
+        502, "upstream unreachable: the connection was refused or failed", kind="bad_gateway"
+    )
 
 
 def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, raw: bool) -> bytes:
@@ -453,14 +487,42 @@ async def _decoded(chunks: AsyncIterator[bytes], coding: bytes) -> AsyncIterator
     are still undone for servers that compress regardless)."""
     if coding not in (b"gzip", b"x-gzip", b"deflate"):
         raise ProxyError(502, f"upstream body has unsupported content-encoding {coding.decode()!r}")
-    inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or a zlib header
+    inflater = _Inflater(deflate=coding == b"deflate")
     try:
         async for chunk in chunks:
-            out = inflater.decompress(chunk)
+            out = inflater.feed(chunk)
             if out:
                 yield out
         tail = inflater.flush()
     except zlib.error:
-        raise ProxyError(502, "upstream body is not valid " + coding.decode()) from None
+        raise ProxyError(502, f"upstream body does not decode as {coding.decode()}") from None
     if tail:
         yield tail
+
+
+class _Inflater:
+    """Undo gzip or deflate. ``deflate`` means zlib-wrapped data (RFC 9110 §8.4.1.2),
+    but some servers send it raw, without the zlib header; httpx accepts both, and so
+    do we: when the first two bytes are no zlib header, the body is raw deflate."""
+
+    def __init__(self, *, deflate: bool) -> None:
+        # 32 + MAX_WBITS: a gzip or a zlib header, whichever the body has.
+        self._z = zlib.decompressobj(zlib.MAX_WBITS if deflate else 32 + zlib.MAX_WBITS)
+        self._head = b"" if deflate else None  # bytes before the zlib header was accepted
+
+    def feed(self, data: bytes) -> bytes:
+        head = self._head
+        if head is None:
+            return self._z.decompress(data)
+        try:
+            out = self._z.decompress(data)
+        except zlib.error:  # no zlib header: start again as raw deflate
+            self._head = None
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            return self._z.decompress(head + data)
+        head += data
+        self._head = head if len(head) < 2 else None  # two bytes in: the header passed
+        return out
+
+    def flush(self) -> bytes:
+        return self._z.flush()

@@ -76,9 +76,11 @@ class ProxaiMiddleware:
     """Serve the LLM protocols in front of ``app``, translating to ``upstream`` (or to
     the upstream of the first ``routes`` entry whose model glob matches).
 
-    Plain-``http://`` upstreams go through a lean built-in HTTP/1.1 pool when
-    ``lean_http=True`` (about 0.5 ms less per request on a LAN); HTTPS upstreams,
-    environment proxies and a given ``http_client`` keep httpx.
+    Upstream requests go through a lean built-in HTTP/1.1 pool (``http://`` and
+    ``https://``, certificates verified as httpx verifies them; about 0.5 ms less per
+    request than httpx). Upstreams an environment proxy applies to, a given
+    ``http_client``, event loops other than asyncio, and ``lean_http=False`` (needed
+    when tests patch httpx, e.g. with respx) use httpx.
 
     ``max_connections`` bounds the pooled upstream connections; ``max_concurrency``
     bounds exchanges in flight (excess requests queue for ``queue_timeout`` seconds,
@@ -106,7 +108,7 @@ class ProxaiMiddleware:
         queue_timeout: float = 10.0,
         serve_models: bool = True,
         max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
-        lean_http: bool = False,
+        lean_http: bool = True,
         responses_websocket: bool = True,
     ) -> None:
         if (upstream is None) == (not routes):

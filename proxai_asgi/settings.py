@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .tls import Verify
 
 ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 
@@ -18,6 +21,10 @@ ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 class UpstreamOptions:
     name: str | None = None  # label for logs
     headers: Mapping[str, str] = field(default_factory=dict)  # extra headers sent upstream
+    # Which certificates an https:// upstream may present (``proxai_asgi.tls``): by
+    # default those httpx trusts (certifi, or SSL_CERT_FILE / SSL_CERT_DIR); a CA file
+    # or directory path, an ``ssl.SSLContext``, or False for none.
+    verify: Verify = True
     connect_timeout: float = 10.0
     read_timeout: float = 600.0  # waiting for headers, and between body chunks
     stream_idle_timeout: float = 300.0  # no upstream bytes for this long mid-stream

@@ -21,6 +21,8 @@ from .routing import Upstream
 if TYPE_CHECKING:
     import httpx  # imported when first used: upstreams on the lean pool never need it
 
+    from .tls import Verify
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -223,7 +225,9 @@ class UpstreamResponse:
 
 
 class HttpTransport:
-    """One pooled ``httpx.AsyncClient`` for every HTTP upstream of a middleware."""
+    """Pooled ``httpx.AsyncClient`` s for the HTTP upstreams of a middleware: one for
+    upstreams with the default ``verify``, one per other setting (or only the client
+    the user gave, whose own TLS settings then apply)."""
 
     def __init__(
         self, client: httpx.AsyncClient | None = None, max_connections: int = 1000
@@ -231,25 +235,45 @@ class HttpTransport:
         self._client = client
         self._owned = client is None
         self._max_connections = max_connections
+        self._by_verify: dict[object, httpx.AsyncClient] = {}
 
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            import httpx
-
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(600.0, connect=10.0),
-                limits=httpx.Limits(
-                    max_connections=self._max_connections, max_keepalive_connections=100
-                ),
-                follow_redirects=False,
-            )
+            self._client = self._new_client(True)
         return self._client
+
+    def client_for(self, upstream: Upstream) -> httpx.AsyncClient:
+        """The client that reaches ``upstream`` with its ``verify`` setting."""
+        verify = upstream.verify
+        if verify is True or not self._owned:
+            return self.client
+        client = self._by_verify.get(verify)
+        if client is None:
+            client = self._by_verify[verify] = self._new_client(verify)
+        return client
+
+    def _new_client(self, verify: Verify) -> httpx.AsyncClient:
+        import httpx
+
+        from .tls import httpx_verify
+
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(600.0, connect=10.0),
+            limits=httpx.Limits(
+                max_connections=self._max_connections, max_keepalive_connections=100
+            ),
+            follow_redirects=False,
+            verify=httpx_verify(verify),
+        )
 
     async def aclose(self) -> None:
         if self._client is not None and self._owned:
             await self._client.aclose()
             self._client = None
+        for client in self._by_verify.values():
+            await client.aclose()
+        self._by_verify.clear()
 
     @asynccontextmanager
     async def open(
@@ -267,11 +291,12 @@ class HttpTransport:
         import httpx
 
         timeout = httpx.Timeout(upstream.read_timeout, connect=upstream.connect_timeout)
-        request = self.client.build_request(
+        client = self.client_for(upstream)
+        request = client.build_request(
             "POST", url or upstream.url, content=body, headers=headers, timeout=timeout
         )
         try:
-            response = await self.client.send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.TimeoutException as exc:
             raise ProxyError(
                 504, f"upstream timed out ({type(exc).__name__})", kind="timeout"

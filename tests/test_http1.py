@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import ssl
+import zlib
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +39,7 @@ class Seen:
 Script = Callable[[bytes, int, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool | None]]
 
 
-async def _serve(script: Script, seen: Seen) -> asyncio.Server:
+async def _serve(script: Script, seen: Seen, tls: ssl.SSLContext | None = None) -> asyncio.Server:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         seen.connections += 1
         seen.open_now += 1
@@ -64,22 +66,27 @@ async def _serve(script: Script, seen: Seen) -> asyncio.Server:
             seen.open_now -= 1
             writer.close()
 
-    return await asyncio.start_server(handle, "127.0.0.1", 0)
+    return await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
 
 
 def run(
     script: Script,
     test: Callable[[Http1Pool, Upstream, Seen], Coroutine[Any, Any, None]],
+    tls: ssl.SSLContext | None = None,
     **upstream_options: Any,
 ) -> Seen:
-    """Serve ``script``, run ``test`` against a fresh pool, close everything."""
+    """Serve ``script`` (over TLS with the server context ``tls``), run ``test``
+    against a fresh pool, close everything."""
     seen = Seen()
     max_connections = upstream_options.pop("max_connections", 1000)
 
     async def main() -> None:
-        server = await _serve(script, seen)
+        server = await _serve(script, seen, tls)
         port = server.sockets[0].getsockname()[1]
-        up = Upstream("openai_chat_completions", f"http://127.0.0.1:{port}/v1", **upstream_options)
+        scheme = "https" if tls else "http"
+        up = Upstream(
+            "openai_chat_completions", f"{scheme}://127.0.0.1:{port}/v1", **upstream_options
+        )
         pool = Http1Pool(max_connections=max_connections)
         try:
             async with asyncio.timeout(10):
@@ -308,6 +315,52 @@ def test_gzip_body_is_decoded_when_translating_and_relayed_as_is_in_pass_through
     run(script, test)
 
 
+def _deflate(data: bytes, *, wrapped: bool) -> bytes:
+    packer = zlib.compressobj(wbits=zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["zlib", "raw"])
+@pytest.mark.parametrize("first", [1, 2, None], ids=["1-byte-read", "2-byte-read", "one-read"])
+def test_deflate_body_decodes_with_or_without_its_zlib_header(
+    wrapped: bool, first: int | None
+) -> None:
+    """httpx decodes ``deflate`` raw when the zlib header is missing; so does the pool,
+    however the first bytes are cut across reads (chunks flushed one by one)."""
+    answer = b'{"ok":true,"text":"' + b"abc" * 50 + b'"}'
+    packed = _deflate(answer, wrapped=wrapped)
+    assert packed[:2] != answer[:2]
+    pieces = [packed[:first], packed[first:]] if first else [packed]
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n")
+        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
+        for piece in pieces:
+            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await w.drain()
+            await asyncio.sleep(0)  # let the piece go out as its own read
+        w.write(b"0\r\n\r\n")
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up, raw=False) == (200, answer)
+        assert await fetch(pool, up, raw=True) == (200, packed)
+
+    run(script, test)
+
+
+def test_a_body_that_is_not_deflate_is_a_502() -> None:
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: 9\r\n\r\n")
+        w.write(b"\xff" * 9)
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError) as err:
+            await fetch(pool, up, raw=False)
+        assert err.value.status == 502 and "deflate" in str(err.value)
+
+    run(script, test)
+
+
 def test_unknown_content_encoding_is_a_502_when_translating() -> None:
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
         w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nabc")
@@ -396,31 +449,40 @@ def test_refused_connection_is_a_502() -> None:
 # ------------------------------------------------------------------- who uses it
 
 
-def test_only_plain_http_upstreams_without_an_environment_proxy_use_the_pool(
+def test_http_and_https_upstreams_without_an_environment_proxy_use_the_pool(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    for name in ("http", "https", "all", "no"):
+        monkeypatch.delenv(f"{name}_proxy", raising=False)
+        monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
     plain = Upstream("openai_chat_completions", "http://10.0.0.5:8000/v1")
     tls = Upstream("openai_chat_completions", "https://api.openai.com/v1")
+    other = Upstream("openai_chat_completions", "ftp://10.0.0.5/v1")
 
-    async def serves(pool: Http1Pool, up: Upstream) -> bool:
-        return pool.serves(up)
+    async def serves(up: Upstream) -> bool:
+        return Http1Pool().serves(up)
 
-    assert asyncio.run(serves(Http1Pool(), plain)) is True
-    assert asyncio.run(serves(Http1Pool(), tls)) is False
+    assert asyncio.run(serves(plain)) and asyncio.run(serves(tls))
+    assert not asyncio.run(serves(other))
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
-    assert asyncio.run(serves(Http1Pool(), plain)) is False
-    monkeypatch.setenv("NO_PROXY", "10.0.0.5")
-    assert asyncio.run(serves(Http1Pool(), plain)) is True
+    assert not asyncio.run(serves(plain)) and asyncio.run(serves(tls))
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert not asyncio.run(serves(tls))
+    monkeypatch.setenv("NO_PROXY", "10.0.0.5,api.openai.com")
+    assert asyncio.run(serves(plain)) and asyncio.run(serves(tls))
+    monkeypatch.delenv("NO_PROXY")
+    monkeypatch.delenv("HTTP_PROXY")
+    monkeypatch.delenv("HTTPS_PROXY")
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.internal:3128")
+    assert not asyncio.run(serves(plain)) and not asyncio.run(serves(tls))
 
 
-def test_middleware_uses_httpx_when_given_a_client_or_by_default() -> None:
+def test_middleware_uses_the_pool_by_default_and_httpx_when_asked_or_given_a_client() -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         pass
 
     up = Upstream("openai_chat_completions", "http://127.0.0.1:9/v1")
-    assert ProxaiMiddleware(app, upstream=up).lean is None
-    assert ProxaiMiddleware(app, upstream=up, lean_http=True).lean is not None
+    assert ProxaiMiddleware(app, upstream=up).lean is not None
+    assert ProxaiMiddleware(app, upstream=up, lean_http=False).lean is None
     given = httpx.AsyncClient()
-    assert ProxaiMiddleware(app, upstream=up, lean_http=True, http_client=given).lean is None
+    assert ProxaiMiddleware(app, upstream=up, http_client=given).lean is None

@@ -1,5 +1,5 @@
 """Start-up: ``import proxai_asgi`` loads only what every user needs. httpx (HTTP
-upstreams off the lean pool), the lean pool and h11 (``lean_http``) and each protocol's
+upstreams off the lean pool), the lean pool and h11 (the default ``lean_http``) and each protocol's
 codec are loaded when first used. Checked in a fresh interpreter (its time is a
 benchmark: ``bench/import_time.py``)."""
 
@@ -31,13 +31,13 @@ def test_import_loads_no_transport_and_no_codec() -> None:
 def test_each_piece_loads_when_a_middleware_needs_it() -> None:
     lean = loaded_after(
         "from proxai_asgi import ProxaiMiddleware, Upstream; "
-        "ProxaiMiddleware(None, upstream=Upstream.inner_app('anthropic_messages'), lean_http=True)"
+        "ProxaiMiddleware(None, upstream=Upstream.inner_app('anthropic_messages'))"
     )
     assert lean["h11"] and lean["proxai_asgi.http1"] and not lean["httpx"]
     client = loaded_after(
         "from proxai_asgi import ProxaiMiddleware, Upstream; "
-        "ProxaiMiddleware(None, upstream=Upstream('openai_chat_completions', 'http://127.0.0.1:9/v1'))"
-        ".http.client"
+        "ProxaiMiddleware(None, upstream=Upstream('openai_chat_completions', "
+        "'http://127.0.0.1:9/v1'), lean_http=False).http.client"
     )
     assert client["httpx"] and not client["proxai_asgi.http1"]
     codec = loaded_after(

@@ -70,9 +70,8 @@ class Stack:
                 if protocol in ("openai_chat_completions", "openai_responses"):
                     base += "/v1"  # as the OpenAI SDKs take it; Anthropic and Google: none
                 up = Upstream(protocol, base, api_key, **options)
-                # The lean HTTP/1.1 pool unless a test asks for httpx: the fault
-                # matrix and the direct-construction tests cover httpx.
-                mw_options.setdefault("lean_http", True)
+                # The default transport (the lean pool) unless a test asks for
+                # httpx: the fault matrix and the direct-construction tests cover it.
                 app = ProxaiMiddleware(
                     _app_404, routes=[Route("*", up, model_rewrite)], **mw_options
                 )

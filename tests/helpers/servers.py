@@ -21,10 +21,13 @@ from .captures import load
 
 
 @contextlib.contextmanager
-def serve(app: ASGIApp, *, websockets: bool = False) -> Iterator[str]:
+def serve(
+    app: ASGIApp, *, websockets: bool = False, tls: tuple[str, str] | None = None
+) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 (a free port); yields ``http://127.0.0.1:PORT``.
     ``websockets=True`` serves WebSocket upgrades too (uvicorn's ``websockets``
-    implementation, from the ``test`` extra)."""
+    implementation, from the ``test`` extra). ``tls=(certfile, keyfile)`` serves
+    HTTPS and yields ``https://127.0.0.1:PORT``."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
@@ -32,6 +35,8 @@ def serve(app: ASGIApp, *, websockets: bool = False) -> Iterator[str]:
         log_level="warning",
         lifespan="off",
         ws="websockets-sansio" if websockets else "none",
+        ssl_certfile=tls[0] if tls else None,
+        ssl_keyfile=tls[1] if tls else None,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -43,7 +48,7 @@ def serve(app: ASGIApp, *, websockets: bool = False) -> Iterator[str]:
         time.sleep(0.005)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

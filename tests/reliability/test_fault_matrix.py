@@ -22,7 +22,8 @@ accept-queue slot is taken, so the kernel drops further SYNs and connects hang.
 After the matrix nothing is left behind: no task on the proxies' event loops but the
 server's own, no active or pending connection in the proxies' pools, and every
 upstream connection closed. The whole module runs twice: upstream requests through
-httpx, and through the lean HTTP/1.1 pool (``lean_http=True``).
+httpx (``lean_http=False``), and with no transport option: the default lean HTTP/1.1
+pool.
 
 Client disconnect: for all sixteen pairs, streamed and not, the client's socket is closed
 while the upstream is mid-answer; the time from the client's close to the upstream
@@ -311,7 +312,7 @@ def _base(url: str, protocol: str) -> str:
     return url + "/v1" if protocol in (CHAT, RESPONSES) else url
 
 
-@pytest.fixture(scope="module", params=["httpx", "lean"])
+@pytest.fixture(scope="module", params=["httpx", "default"])
 def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
     with ExitStack() as es:
         raw = es.enter_context(RawServer(misbehave).running())
@@ -340,7 +341,9 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
                 ),  # type: ignore[arg-type]
                 Route("*", Upstream(target, _base(raw.url, target), "k", **timeouts)),  # type: ignore[arg-type]
             ]
-            app = ProxaiMiddleware(_inner, routes=routes, lean_http=request.param == "lean")
+            # "default": no transport option, as a user mounts it (the lean pool).
+            options = {"lean_http": False} if request.param == "httpx" else {}
+            app = ProxaiMiddleware(_inner, routes=routes, **options)
             apps[target] = app
             proxies[target] = es.enter_context(LoopServer(app))
         yield Rig(raw, proxies, apps)

@@ -1,0 +1,266 @@
+"""Issue 16 §1: the path a user gets with no options, for http:// and https:// upstreams.
+
+Processes on 127.0.0.1: the fake upstream (``bench/stream_upstream.py``, all four
+protocols) once over http and once over https (a test CA made here with trustme), and
+for each scheme two proxies (``bench/default_proxy.py``): ``ProxaiMiddleware`` with no
+performance options ("default"), and the same with ``lean_http=False`` ("httpx", the
+default before this change). The client (httpx, counting ``data:`` in raw bytes so that
+it is not the bottleneck) measures, for every pair of client and upstream protocol:
+
+- events/s of a saturated stream (``--deltas`` text deltas + two tool calls), median
+  of ``--runs``, and the proxy process's CPU per event over those runs (/proc);
+- the same stream paced (0.2 ms between upstream frames, ``--paced-deltas``): proxy
+  CPU per event;
+- latency of a small non-streamed request, p50 over ``--requests``, against the same
+  request sent straight to the upstream (over TLS for https: the client trusts the
+  test CA), i.e. the time the proxy adds to the first byte.
+
+Measurements of the two proxies are interleaved direction by direction.
+
+    .venv/bin/python -m bench.default_path                  # --schemes http,https
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import trustme
+
+from bench.e2e import cpu_seconds, free_port, wait_port
+from bench.sansio import frames, synthetic
+from proxai_asgi.codec import ProtocolName
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
+TRANSPORTS = ("default", "httpx")
+FULL: dict[str, ProtocolName] = {
+    "chat": "openai_chat_completions",
+    "responses": "openai_responses",
+    "anthropic": "anthropic_messages",
+    "gemini": "gemini_generate_content",
+}
+TARGETS = "translated >= 0.9x pass-through events/s; added p50 <= 0.75 ms; CPU <= 8 µs/event"
+
+
+def request_for(
+    client: str, upstream: str, *, stream: bool, paced: bool = False
+) -> tuple[str, dict[str, object]]:
+    """Path and body of a ``client``-protocol request routed to ``upstream``."""
+    model = f"{upstream}-{'paced' if paced else 'm'}"
+    text = [{"role": "user", "content": "x"}]
+    if client == "chat":
+        return "/v1/chat/completions", {"model": model, "stream": stream, "messages": text}
+    if client == "responses":
+        return "/v1/responses", {"model": model, "stream": stream, "input": "x"}
+    if client == "anthropic":
+        body = {"model": model, "stream": stream, "max_tokens": 10, "messages": text}
+        return "/v1/messages", body
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    contents = [{"role": "user", "parts": [{"text": "x"}]}]
+    return f"/v1beta/models/{model}:{method}", {"contents": contents}
+
+
+@contextmanager
+def process(args: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_port(port)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def uvicorn(app: str, port: int, *extra: str) -> list[str]:
+    return [PY, "-m", "uvicorn", app, "--port", str(port), "--log-level", "warning",
+            "--no-access-log", *extra]  # fmt: skip
+
+
+def one_stream(client: httpx.Client, url: str, body: dict[str, object]) -> tuple[int, float]:
+    """Events read and seconds taken."""
+    t = time.perf_counter()
+    events, tail = 0, b""
+    with client.stream("POST", url, json=body) as r:
+        r.raise_for_status()
+        for chunk in r.iter_raw():
+            events += (tail + chunk).count(b"data:")  # "data:" split across reads
+            tail = chunk[-4:]
+    return events, time.perf_counter() - t
+
+
+@dataclass
+class Row:
+    """One client <- upstream pair through one proxy. Rates and CPU are per upstream
+    event: a client protocol that merges events (Gemini's whole function calls) would
+    otherwise look slower for sending fewer."""
+
+    upstream_events: int
+    paced_upstream_events: int
+    rates: list[float] = field(default_factory=list)
+    events: int = 0
+    cpu: float = 0.0  # proxy CPU seconds over those events
+    paced_rates: list[float] = field(default_factory=list)
+    paced_events: int = 0
+    paced_cpu: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+    def stream(self, client: httpx.Client, url: str, body: dict[str, object], pid: int) -> None:
+        cpu0 = cpu_seconds(pid)
+        _, seconds = one_stream(client, url, body)
+        self.cpu += cpu_seconds(pid) - cpu0
+        self.events += self.upstream_events
+        self.rates.append(self.upstream_events / seconds)
+
+    def paced(self, client: httpx.Client, url: str, body: dict[str, object], pid: int) -> None:
+        cpu0 = cpu_seconds(pid)
+        _, seconds = one_stream(client, url, body)
+        self.paced_cpu += cpu_seconds(pid) - cpu0
+        self.paced_events += self.paced_upstream_events
+        self.paced_rates.append(self.paced_upstream_events / seconds)
+
+
+def timed_post(client: httpx.Client, url: str, body: dict[str, object]) -> float:
+    t = time.perf_counter()
+    client.post(url, json=body).raise_for_status()
+    return (time.perf_counter() - t) * 1000
+
+
+def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
+    """Every measurement interleaved: run by run, each transport and each client
+    protocol in turn, so that load from outside hits all of them alike."""
+    env = {**os.environ, "BENCH_DELTAS": str(args.deltas)}
+    env["BENCH_PACED_DELTAS"] = str(args.paced_deltas)
+    up_port = free_port()
+    tls = ["--ssl-certfile", str(certs / "cert.pem"), "--ssl-keyfile", str(certs / "key.pem")]
+    rows: dict[tuple[str, str, str], Row] = {}
+    direct: dict[str, list[float]] = {up: [] for up in PROTOCOLS}
+    with ExitStack() as es:
+        up_cmd = uvicorn("bench.stream_upstream:app", up_port, *(tls if scheme == "https" else []))
+        es.enter_context(process(up_cmd, up_port, env))
+        upstream = f"{scheme}://127.0.0.1:{up_port}"
+        proxies: dict[str, tuple[str, int]] = {}
+        for transport in TRANSPORTS:
+            port = free_port()
+            penv = {**env, "BENCH_UPSTREAM": upstream, "BENCH_TRANSPORT": transport}
+            penv["SSL_CERT_FILE"] = str(certs / "ca.pem")
+            proc = es.enter_context(process(uvicorn("bench.default_proxy:app", port), port, penv))
+            proxies[transport] = (f"http://127.0.0.1:{port}", proc.pid)
+        verify = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+        client = es.enter_context(httpx.Client(timeout=120, verify=verify))
+        counts = {up: len(frames(synthetic(FULL[up], args.deltas))) for up in PROTOCOLS}
+        paced_counts = {up: len(frames(synthetic(FULL[up], args.paced_deltas))) for up in PROTOCOLS}
+        pairs = [(t, cl, up) for up in PROTOCOLS for t in TRANSPORTS for cl in PROTOCOLS]
+        for key in pairs:  # warm-up: connections, codecs, caches
+            rows[key] = Row(counts[key[2]], paced_counts[key[2]])
+            base, _ = proxies[key[0]]
+            path, body = request_for(key[1], key[2], stream=True)
+            one_stream(client, base + path, body)
+        for _ in range(args.runs):
+            for t, cl, up in pairs:
+                base, pid = proxies[t]
+                path, body = request_for(cl, up, stream=True)
+                rows[(t, cl, up)].stream(client, base + path, body, pid)
+        for _ in range(args.paced_runs):
+            for t, cl, up in pairs:
+                base, pid = proxies[t]
+                path, body = request_for(cl, up, stream=True, paced=True)
+                rows[(t, cl, up)].paced(client, base + path, body, pid)
+        for i in range(args.requests // 10 + 2):
+            for up in PROTOCOLS:
+                path, body = request_for(up, up, stream=False)
+                samples = [timed_post(client, upstream + path, body) for _ in range(10)]
+                if i >= 2:  # the first rounds warm up
+                    direct[up] += samples
+            for t, cl, up in pairs:
+                base, _ = proxies[t]
+                path, body = request_for(cl, up, stream=False)
+                samples = [timed_post(client, base + path, body) for _ in range(10)]
+                if i >= 2:
+                    rows[(t, cl, up)].latencies += samples
+    return Results(scheme, rows, {up: statistics.median(v) for up, v in direct.items()})
+
+
+@dataclass
+class Results:
+    scheme: str
+    rows: dict[tuple[str, str, str], Row]
+    direct_p50: dict[str, float]
+
+
+def report(res: Results) -> None:
+    print(
+        f"\n{res.scheme}:// upstream. direct p50 ms: "
+        + ", ".join(f"{u} {res.direct_p50[u]:.2f}" for u in PROTOCOLS)
+    )
+    print(
+        "client <- upstream     | events/s saturated (x pass-through) | paced (x) | "
+        "proxy CPU µs/event saturated / paced | added p50 ms"
+    )
+    for t in TRANSPORTS:
+        print(f"[{t}]")
+        worst = [9.0, 9.0, 0.0, 0.0]
+        for up in PROTOCOLS:
+            base = res.rows[(t, up, up)]
+            for cl in PROTOCOLS:
+                row = res.rows[(t, cl, up)]
+                rate = statistics.median(row.rates)
+                ratio = rate / statistics.median(base.rates)
+                paced = statistics.median(row.paced_rates)
+                paced_ratio = paced / statistics.median(base.paced_rates)
+                cpu = row.cpu / row.events * 1e6
+                paced_cpu = row.paced_cpu / row.paced_events * 1e6
+                added = statistics.median(row.latencies) - res.direct_p50[up]
+                print(
+                    f"{cl:>9} <- {up:<10} | {rate:8.0f} ({ratio:4.2f}x) | {paced:6.0f} "
+                    f"({paced_ratio:4.2f}x) | {cpu:5.1f} / {paced_cpu:5.1f} | {added:+5.2f}"
+                )
+                if cl != up:
+                    worst[0] = min(worst[0], ratio)
+                    worst[1] = min(worst[1], paced_ratio)
+                worst[2] = max(worst[2], cpu)
+                worst[3] = max(worst[3], added)
+        print(
+            f"{res.scheme} {t}: worst translated / pass-through {worst[0]:.2f}x saturated, "
+            f"{worst[1]:.2f}x paced; worst proxy CPU {worst[2]:.1f} µs/event saturated; "
+            f"worst added p50 {worst[3]:+.2f} ms"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--schemes", default="http,https")
+    parser.add_argument("--deltas", type=int, default=4000)
+    parser.add_argument("--paced-deltas", type=int, default=400)
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--paced-runs", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    ca = trustme.CA()
+    with tempfile.TemporaryDirectory() as tmp:
+        certs = Path(tmp)
+        leaf = ca.issue_cert("127.0.0.1")
+        leaf.cert_chain_pems[0].write_to_path(str(certs / "cert.pem"))
+        leaf.private_key_pem.write_to_path(str(certs / "key.pem"))
+        ca.cert_pem.write_to_path(str(certs / "ca.pem"))
+        print(f"targets: {TARGETS}")
+        for scheme in args.schemes.split(","):
+            report(measure(scheme, args, certs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""The proxy of ``bench/default_path.py``: ``ProxaiMiddleware`` exactly as a user mounts
+it, with no performance options, one route per upstream protocol (the model's prefix
+picks it) to ``BENCH_UPSTREAM``. ``BENCH_TRANSPORT=httpx`` passes ``lean_http=False``
+(the middleware's default before issue 16). An https upstream's test CA comes from
+``SSL_CERT_FILE``, as a user's would, so the ``Upstream`` has no TLS option either.
+
+    BENCH_UPSTREAM=https://127.0.0.1:9000 python -m uvicorn bench.default_proxy:app
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from proxai_asgi import ProxaiMiddleware, Route, Upstream
+
+_BASE = os.environ["BENCH_UPSTREAM"]
+PREFIXES = {
+    "chat": "openai_chat_completions",
+    "responses": "openai_responses",
+    "anthropic": "anthropic_messages",
+    "gemini": "gemini_generate_content",
+}
+
+
+async def _not_found(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _base(protocol: str) -> str:
+    return _BASE + "/v1" if protocol.startswith("openai") else _BASE
+
+
+_routes = [
+    Route(f"{prefix}-*", Upstream(protocol, _base(protocol)))  # type: ignore[arg-type]
+    for prefix, protocol in PREFIXES.items()
+]
+_options = {"lean_http": False} if os.environ.get("BENCH_TRANSPORT") == "httpx" else {}
+app = ProxaiMiddleware(_not_found, routes=_routes, **_options)  # type: ignore[arg-type]
