@@ -19,7 +19,15 @@ import anyio
 import msgspec
 
 from . import canonical as c
-from . import checks, compaction, custom_tools, endpoints, telemetry, websocket_responses
+from . import (
+    checks,
+    compaction,
+    custom_tools,
+    endpoints,
+    stored_responses,
+    telemetry,
+    websocket_responses,
+)
 from .codec import PROTOCOLS, Codec, PathCall, ProtocolName, RequestHead, fold, unfold
 from .errors import ProxyError, ResponseAborted, TranslationReport
 from .model_rewrite import rewrite_model
@@ -27,6 +35,7 @@ from .passthrough import PassthroughRelay
 from .protocols import get_codec
 from .routing import Route, Router, Upstream
 from .sse import SSEDecoder
+from .store import ResponseStore
 
 if TYPE_CHECKING:
     import httpx  # imported on first use (upstream.py), as is the lean pool (http1.py)
@@ -165,6 +174,9 @@ class ProxaiMiddleware:
         max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
         lean_http: bool = False,
         responses_websocket: bool = True,
+        store: str | ResponseStore | None = None,
+        store_owner: stored_responses.OwnerFunction | None = None,
+        store_secret: str | bytes | None = None,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -185,6 +197,9 @@ class ProxaiMiddleware:
         self.serve_models = serve_models
         self.max_json_depth = max_json_depth
         self.responses_websocket = responses_websocket
+        self.stored = stored_responses.StoredResponses(
+            store, secret=store_secret, owner=store_owner
+        )
         # Protocols whose URL names the model (Gemini): matched by their codec.
         self.path_codecs = [get_codec(p) for p in PROTOCOLS if get_codec(p).model_in_path]
 
@@ -210,11 +225,19 @@ class ProxaiMiddleware:
                 ex = Exchange(self, get_codec("anthropic_messages"), scope, receive, send)
                 await ex.run(lambda body: endpoints.count_tokens(ex, body))
                 return
-        elif scope["type"] == "http" and scope["method"] == "GET" and self.serve_models:
+        elif scope["type"] == "http" and scope["method"] in ("GET", "DELETE"):
             path = scope["path"]
             if self.prefix:
                 path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
-            if path in ("/v1/models", "/models", "/v1beta/models"):
+            stored = stored_responses.parse_path(path)
+            if stored is not None:
+                await stored_responses.endpoint(self, scope, receive, send, *stored)
+                return
+            if (
+                scope["method"] == "GET"
+                and self.serve_models
+                and path in ("/v1/models", "/models", "/v1beta/models")
+            ):
                 body = await endpoints.list_models(
                     self, scope.get("headers", []), scope.get("query_string", b""), path
                 )
@@ -260,6 +283,7 @@ class ProxaiMiddleware:
         await self.http.aclose()
         if self.lean is not None:
             await self.lean.aclose()
+        await self.stored.aclose()
 
 
 class Exchange:
@@ -293,6 +317,7 @@ class Exchange:
         self.response_model: str | None = None
         self.span = telemetry.start(client.name)
         self.secret: bytes | None = None  # the upstream key, masked in whatever we relay
+        self.turn: stored_responses.Turn | None = None  # stored-Responses bookkeeping
 
     # ------------------------------------------------------------------ driving
 
@@ -334,6 +359,9 @@ class Exchange:
             logger.exception("proxai_asgi failed while serving %s", self.client.name)
             await self._fail(ProxyError(500, "internal error in the proxy", kind="api_error"))
         finally:
+            if self.turn is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.turn.close()
             if acquired:
                 limiter.release()  # type: ignore[union-attr]
             self._log()
@@ -347,6 +375,9 @@ class Exchange:
         self.model = model = route.model_rewrite or head.model or ""
         self.stream = bool(head.stream)
         self.upstream_call = PathCall(model=model, stream=self.stream)
+        if self.client.name == "openai_responses" and up.protocol != self.client.name:
+            # previous_response_id expanded from the store; the answer recorded.
+            body, self.turn = await stored_responses.prepare(self.mw.stored, self.scope, body)
         if self.client.name == "openai_responses" and compaction.mentions(body):
             # Codex compaction: our compaction items expanded, a trigger answered here.
             rewritten = await compaction.serve(self, up, body)
@@ -449,6 +480,8 @@ class Exchange:
             self.ttfb = time.perf_counter() - self.t0
         if self.secret is not None:
             data = _mask(data, self.secret)
+        if self.turn is not None:
+            await self.turn.observe(self.status, data, more)
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
     async def _json(self, status: int, body: bytes, extra: RawHeaders) -> None:
@@ -642,6 +675,8 @@ class Exchange:
         ):
             wrapped = custom_tools.wrap(creq)
         upstream_body = target.encode_request(creq, report, up.options())
+        if self.turn is not None:  # expanded from the store, echoed in the answer
+            creq.previous_response_id = self.turn.previous_id
         self.dropped = report.dropped
         if report.dropped:
             logger.debug(

@@ -13,7 +13,8 @@ ones an HTTP client gets. Around that this module adds what only the socket has:
 - ``previous_response_id`` naming the connection's last response continues it: the
   request's input is that response's input and output followed by the new input. The
   connection keeps exactly one response, so this works with ``store: false`` and never
-  reaches a stateless upstream as an unknown field.
+  reaches a stateless upstream as an unknown field. Any other id goes on with the
+  frame, so a response stored earlier (``stored_responses``) can be continued too.
 - ``generate: false`` (Codex's warm-up) is answered at once with an empty completed
   response, without calling the upstream; its input still seeds the next turn.
 - an HTTP error becomes the wrapped error frame Codex maps back to an HTTP status:
@@ -161,17 +162,13 @@ class ResponsesSocket:
                 "invalid_type",
                 "type",
             )
-        previous = frame.pop("previous_response_id", None)
         new_input = _items(frame.get("input"))
-        if previous is not None:
-            if previous != self.last_id:
-                raise FrameError(
-                    400,
-                    f"Previous response with id '{previous}' not found.",
-                    "previous_response_not_found",
-                    "previous_response_id",
-                )
+        previous = frame.get("previous_response_id")
+        if previous is not None and previous == self.last_id:
+            del frame["previous_response_id"]
             new_input = [*self.last_items, *new_input]
+        # Any other previous_response_id is left to the HTTP path: a stored response
+        # (this proxy's store, or a Responses upstream's) or its 400.
         frame["input"] = new_input
         frame["stream"] = True
         return frame

@@ -1,0 +1,551 @@
+"""Stored Responses over upstreams that keep no state: ``previous_response_id``,
+``store``, and the retrieve / input items / delete endpoints.
+
+The conversation a Responses client continues with ``previous_response_id`` is
+rebuilt here before translation: the stored chain's input items and output items,
+then the request's own ``input`` (the previous ``instructions`` are not carried), so
+a Chat, Anthropic or Gemini upstream receives the whole history and the field is
+gone. The answer is recorded as the client received it (for a stream, the terminal
+event's response, which is the folded stream) once it has ended, before its last
+bytes leave, so a client (or another instance) chaining from it at once finds it.
+
+The pure parts (expansion, item ids, the recorder, pagination) are sans-IO; the
+``Turn`` and the endpoint functions are the thin async layer the middleware calls.
+When the routed upstream speaks Responses itself, none of this runs: the request
+passes through and the upstream keeps its own state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+import msgspec
+
+from .errors import ProxyError
+from .protocols import get_codec
+from .sse import SSEDecoder
+from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
+from .upstream import (
+    Receive,
+    Scope,
+    Send,
+    _client_credential,
+    client_headers_from_upstream,
+    upstream_headers,
+)
+
+if TYPE_CHECKING:
+    from .middleware import ProxaiMiddleware
+    from .routing import Upstream
+
+logger = logging.getLogger("proxai_asgi")
+
+OwnerFunction = Callable[[Scope], str]
+
+_raw_body = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_any = msgspec.json.Decoder()
+_enc = msgspec.json.Encoder()
+
+
+class _Output(msgspec.Struct):
+    output: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+class _Head(msgspec.Struct):
+    id: str | None = None
+    type: str | None = None
+    role: str | None = None
+
+
+_JSON = (b"content-type", b"application/json")
+_output = msgspec.json.Decoder(_Output)
+_item_head = msgspec.json.Decoder(_Head)
+
+# Item id prefixes, as the Responses API mints them.
+_ID_PREFIX = {
+    "message": "msg_",
+    "function_call": "fc_",
+    "function_call_output": "fco_",
+    "custom_tool_call": "ctc_",
+    "custom_tool_call_output": "ctco_",
+    "reasoning": "rs_",
+}
+
+
+# --------------------------------------------------------------------- owners
+
+
+class Owners:
+    """Who a request belongs to: ``owner(scope)`` if the application gave one (a
+    tenant id from its auth layer), else a keyed hash of the client's credential.
+    The key is random per process unless ``secret`` is given, which instances that
+    share a store must agree on; the credential itself is never kept."""
+
+    def __init__(self, secret: str | bytes | None = None, owner: OwnerFunction | None = None):
+        if isinstance(secret, str):
+            secret = secret.encode()
+        self.key = secret or secrets.token_bytes(32)
+        self.owner = owner
+
+    def __call__(self, scope: Scope) -> str:
+        if self.owner is not None:
+            return "app:" + self.owner(scope)
+        credential = _client_credential(scope.get("headers", [])) or b""
+        return "key:" + hmac.new(self.key, credential, hashlib.sha256).hexdigest()[:40]
+
+
+# ------------------------------------------------------------------ the service
+
+
+class StoredResponses:
+    """The middleware's stored-Responses state: the store and the owner rule."""
+
+    def __init__(
+        self,
+        store: str | ResponseStore | None = None,
+        *,
+        secret: str | bytes | None = None,
+        owner: OwnerFunction | None = None,
+    ) -> None:
+        self.store = open_store(store)
+        self.owners = Owners(secret, owner)
+
+    async def aclose(self) -> None:
+        if self.store is not None:
+            await self.store.aclose()
+
+
+def _unavailable(exc: StoreUnavailable) -> ProxyError:
+    logger.warning("response store unavailable: %s", exc)
+    return ProxyError(
+        503,
+        "The response store is unavailable; retry shortly.",
+        kind="api_error",
+        code="store_unavailable",
+    )
+
+
+def not_found_previous(response_id: str) -> ProxyError:
+    """OpenAI's answer to a ``previous_response_id`` it does not hold."""
+    return ProxyError(
+        400,
+        f"Previous response with id '{response_id}' not found.",
+        kind="invalid_request",
+        param="previous_response_id",
+        code="previous_response_not_found",
+    )
+
+
+def _not_found(response_id: str) -> ProxyError:
+    return ProxyError(404, f"Response with id '{response_id}' not found.", kind="invalid_request")
+
+
+# ------------------------------------------------------------- request side
+
+
+def with_ids(items: list[Any]) -> list[msgspec.Raw]:
+    """A request's input items as they are stored: each with an ``id`` (minted where
+    the client sent none, so listings can page by id), a bare-string message content
+    as the part list the API lists it as, and a role-only message typed."""
+    out: list[msgspec.Raw] = []
+    for item in items:
+        if not isinstance(item, dict):
+            out.append(msgspec.Raw(_enc.encode(item)))
+            continue
+        kind = item.get("type")
+        if kind is None and "role" in item:
+            item = {"type": "message", **item}
+            kind = "message"
+        if kind == "message" and isinstance(item.get("content"), str):
+            part = "output_text" if item.get("role") == "assistant" else "input_text"
+            text: dict[str, Any] = {"type": part, "text": item["content"]}
+            if part == "output_text":
+                text["annotations"] = []
+            item = {**item, "content": [text]}
+        if not item.get("id"):
+            item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + secrets.token_hex(16)}
+        out.append(msgspec.Raw(_enc.encode(item)))
+    return out
+
+
+def _input_list(raw: msgspec.Raw | None) -> list[Any]:
+    if raw is None:
+        return []
+    value = _any.decode(raw)
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if isinstance(value, list):
+        return value
+    if value is None:
+        return []
+    raise ProxyError.invalid("input must be a string or a list of items", param="input")
+
+
+def history(chain: list[StoredResponse]) -> list[msgspec.Raw]:
+    """The items a chain's last response was answered from, and its answer: every
+    turn's input items followed by its output items, oldest first."""
+    items: list[msgspec.Raw] = []
+    for record in chain:
+        items += record.input
+        items += _output.decode(record.response).output
+    return items
+
+
+def input_items(chain: list[StoredResponse]) -> list[msgspec.Raw]:
+    """What ``GET /v1/responses/{id}/input_items`` lists: the items the last
+    response of ``chain`` was generated from (its history, then its own input)."""
+    return [*history(chain[:-1]), *chain[-1].input]
+
+
+class Turn:
+    """One Responses request over a stateless upstream: where it continues from, and
+    (unless ``store: false``) the recorder that keeps its answer."""
+
+    def __init__(
+        self,
+        service: StoredResponses,
+        owner: str,
+        previous_id: str | None,
+        items: list[msgspec.Raw] | None,
+        stream: bool,
+    ) -> None:
+        self.service = service
+        self.owner = owner
+        self.previous_id = previous_id
+        self.recorder = Recorder(stream) if items is not None else None
+        self.items = items or []
+        self.saved = False
+
+    async def observe(self, status: int, data: bytes, more: bool) -> None:
+        """Called with each body chunk on its way to the client, before it is sent."""
+        recorder = self.recorder
+        if recorder is None or self.saved or status != 200:
+            return
+        response = recorder.feed(data, more)
+        if response is not None:
+            await self._save(response)
+
+    async def close(self) -> None:
+        """The exchange is over: an answer that never ended (the client left) is kept
+        with the items it finished, as ``cancelled``."""
+        if self.recorder is not None and not self.saved:
+            response = self.recorder.abandoned()
+            if response is not None:
+                await self._save(response)
+
+    async def _save(self, response: bytes) -> None:
+        self.saved = True
+        store = self.service.store
+        response_id = _any.decode(response).get("id") if store is not None else None
+        if store is None or not isinstance(response_id, str):
+            return
+        record = StoredResponse(
+            id=response_id,
+            owner=self.owner,
+            created_at=time.time(),
+            previous_id=self.previous_id,
+            input=self.items,
+            response=msgspec.Raw(response),
+        )
+        try:
+            await store.put(record)
+        except StoreUnavailable as exc:
+            logger.warning("response %s answered but not stored: %s", response_id, exc)
+
+
+async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[bytes, Turn | None]:
+    """A Responses request bound for a stateless upstream: its body with the stored
+    conversation expanded in place of ``previous_response_id``, and its ``Turn``."""
+    store = service.store
+    if store is None:
+        return body, None
+    try:
+        fields = _raw_body.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return body, None  # the codec answers it with the right 400
+    previous = (
+        _any.decode(fields["previous_response_id"]) if "previous_response_id" in fields else None
+    )
+    keep = _any.decode(fields["store"]) if "store" in fields else True
+    stream = _any.decode(fields["stream"]) if "stream" in fields else False
+    if previous is not None and not isinstance(previous, str):
+        raise ProxyError.invalid("previous_response_id must be a string", "previous_response_id")
+    if previous is None and keep is False:
+        return body, None
+    owner = service.owners(scope)
+    items = with_ids(_input_list(fields.get("input")))
+    if previous is not None:
+        try:
+            chain = await store.chain(previous, owner)
+        except StoreUnavailable as exc:
+            raise _unavailable(exc) from None
+        if not chain:
+            raise not_found_previous(previous)
+        if chain[0].previous_id is not None:
+            raise not_found_previous(chain[0].previous_id)
+        del fields["previous_response_id"]
+        fields["input"] = msgspec.Raw(_enc.encode([*history(chain), *items]))
+        body = _enc.encode(fields)
+    return body, Turn(
+        service, owner, previous, items if keep is not False else None, stream is True
+    )
+
+
+# ------------------------------------------------------------ response side
+
+_TERMINAL = (
+    b"event: response.completed\n",
+    b"event: response.failed\n",
+    b"event: response.incomplete\n",
+)
+_CREATED = b"event: response.created\n"
+_ITEM_DONE = b"event: response.output_item.done\n"
+
+
+class Recorder:
+    """Sans-IO: fed the client-bound body, returns the response object to store once
+    the answer has ended. Stream encoders write whole events per chunk, so each
+    event of interest is found by its ``event:`` line and parsed alone; the other
+    events (every delta) cost a few byte searches."""
+
+    def __init__(self, stream: bool) -> None:
+        self.stream = stream
+        self.body = bytearray()
+        self.started: dict[str, Any] | None = None
+        self.done_items: list[Any] = []
+
+    def feed(self, data: bytes, more: bool) -> bytes | None:
+        if not self.stream:
+            self.body += data
+            return None if more else bytes(self.body)
+        if b"event: response." not in data:
+            return None
+        for marker in _TERMINAL:
+            at = data.find(marker)
+            if at >= 0:
+                event = _event_at(data, at)
+                response = event.get("response") if event else None
+                return _enc.encode(response) if isinstance(response, dict) else None
+        at = data.find(_CREATED)
+        if at >= 0:
+            event = _event_at(data, at)
+            if event and isinstance(event.get("response"), dict):
+                self.started = event["response"]
+        at = data.find(_ITEM_DONE)
+        while at >= 0:
+            event = _event_at(data, at)
+            if event and "item" in event:
+                self.done_items.append(event["item"])
+            at = data.find(_ITEM_DONE, at + 1)
+        return None
+
+    def abandoned(self) -> bytes | None:
+        if not self.stream or self.started is None:
+            return None  # a JSON answer is stored whole or not at all
+        response = {**self.started, "status": "cancelled", "output": self.done_items}
+        return _enc.encode(response)
+
+
+def _event_at(data: bytes, at: int) -> dict[str, Any] | None:
+    end = data.find(b"\n\n", at)
+    decoder = SSEDecoder()
+    events = decoder.decode(data[at : end + 2] if end >= 0 else data[at:])
+    if not events:
+        events = decoder.flush()
+    for event in events:
+        try:
+            value = _any.decode(event.data)
+        except msgspec.DecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+# -------------------------------------------------------------- endpoints
+
+
+def parse_path(path: str) -> tuple[str, bool] | None:
+    """``/v1/responses/{id}`` or ``/v1/responses/{id}/input_items`` (``/v1`` optional):
+    the id and whether the input items are asked for."""
+    for root in ("/v1/responses/", "/responses/"):
+        if path.startswith(root):
+            rest = path[len(root) :]
+            rid, _, sub = rest.partition("/")
+            if rid and rid != "compact" and sub in ("", "input_items"):
+                return rid, sub == "input_items"
+    return None
+
+
+def deleted(response_id: str) -> bytes:
+    return _enc.encode({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+class Page(msgspec.Struct):
+    after: str | None = None
+    before: str | None = None
+    limit: int = 20
+    order: str = "desc"
+
+
+def page_params(query: bytes) -> Page:
+    params = {k: v[-1] for k, v in parse_qs(query.decode("latin-1")).items()}
+    limit = params.get("limit", "20")
+    if not limit.isdigit() or not 1 <= int(limit) <= 100:
+        raise ProxyError.invalid(
+            f"Invalid 'limit': integer between 1 and 100 expected, got '{limit}'.", "limit"
+        )
+    order = params.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise ProxyError.invalid(
+            f"Invalid value: '{order}'. Supported values are: 'asc' and 'desc'.", "order"
+        )
+    return Page(params.get("after"), params.get("before"), int(limit), order)
+
+
+def paginate(items: list[msgspec.Raw], page: Page) -> bytes:
+    """A list page as the OpenAI API pages by id: ``after`` (or ``before``) an item
+    in the requested order, at most ``limit`` items, ``has_more`` when the list goes
+    on past the page in the direction of travel."""
+    ordered = items[::-1] if page.order == "desc" else list(items)
+    ids = [_item_head.decode(item).id for item in ordered]
+    start, stop = 0, len(ordered)
+    if page.after is not None:
+        start = ids.index(page.after) + 1 if page.after in ids else len(ordered)
+    if page.before is not None:
+        stop = ids.index(page.before) if page.before in ids else 0
+    if page.before is not None and page.after is None:
+        # The page that ends just before ``before``; more lies further back.
+        chosen = ordered[max(start, stop - page.limit) : stop]
+        has_more = stop - page.limit > start
+    else:
+        chosen = ordered[start : min(stop, start + page.limit)]
+        has_more = start + page.limit < stop
+    chosen_ids = [_item_head.decode(item).id for item in chosen]
+    return _enc.encode(
+        {
+            "object": "list",
+            "data": chosen,
+            "first_id": chosen_ids[0] if chosen_ids else None,
+            "last_id": chosen_ids[-1] if chosen_ids else None,
+            "has_more": has_more,
+        }
+    )
+
+
+async def lookup(
+    service: StoredResponses, scope: Scope, response_id: str, items: bool
+) -> bytes | None:
+    """GET: the stored response (or its input items page); None when this proxy
+    holds no such response for the caller."""
+    store = service.store
+    if store is None:
+        return None
+    owner = service.owners(scope)
+    try:
+        if not items:
+            record = await store.get(response_id, owner)
+            return bytes(record.response) if record is not None else None
+        page = page_params(scope.get("query_string", b""))
+        chain = await store.chain(response_id, owner)
+    except StoreUnavailable as exc:
+        raise _unavailable(exc) from None
+    if not chain or chain[-1].id != response_id:
+        return None
+    return paginate(input_items(chain), page)
+
+
+async def remove(service: StoredResponses, scope: Scope, response_id: str) -> bytes | None:
+    """DELETE: the deletion object; None when there was nothing of the caller's."""
+    store = service.store
+    if store is None:
+        return None
+    try:
+        found = await store.delete(response_id, service.owners(scope))
+    except StoreUnavailable as exc:
+        raise _unavailable(exc) from None
+    return deleted(response_id) if found else None
+
+
+def responses_upstream(mw: ProxaiMiddleware) -> Upstream | None:
+    """The first routed upstream that speaks Responses: ids this proxy does not hold
+    may be that upstream's own."""
+    for route in mw.router.routes:
+        if route.upstream.protocol == "openai_responses":
+            return route.upstream
+    return None
+
+
+async def endpoint(
+    mw: ProxaiMiddleware,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    response_id: str,
+    items: bool,
+) -> None:
+    """``GET /v1/responses/{id}[/input_items]`` and ``DELETE /v1/responses/{id}``:
+    answered from the store; an id it does not hold for the caller goes to the
+    Responses upstream when one is configured, else is a 404."""
+    service = mw.stored
+    status, body = 200, b""
+    try:
+        if scope["method"] == "DELETE":
+            found = None if items else await remove(service, scope, response_id)
+        else:
+            found = await lookup(service, scope, response_id, items)
+        if found is None:
+            up = responses_upstream(mw)
+            if up is not None:
+                await _forward(mw, up, scope, receive, send)
+                return
+            raise _not_found(response_id)
+        body = found
+    except ProxyError as err:
+        status, body = err.status, get_codec("openai_responses").encode_error(err)
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _forward(
+    mw: ProxaiMiddleware, up: Upstream, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """The request as it came, to the Responses upstream (the wrapped app, or over
+    HTTP with the upstream's credentials), and its answer back unchanged."""
+    if up.inner:
+        await mw.app(scope, receive, send)
+        return
+    import httpx
+
+    path: str = scope["path"]
+    tail = path[path.index("/responses/") + len("/responses") :]
+    query = scope.get("query_string", b"")
+    url = up.url + tail + ("?" + query.decode("latin-1") if query else "")
+    headers = upstream_headers(
+        scope.get("headers", []), up, "openai_responses", passthrough=True, stream=False
+    )
+    timeout = httpx.Timeout(up.read_timeout, connect=up.connect_timeout)
+    try:
+        resp = await mw.http.client.request(scope["method"], url, headers=headers, timeout=timeout)
+    except httpx.HTTPError as exc:
+        err = ProxyError(502, f"upstream unreachable ({type(exc).__name__})", kind="bad_gateway")
+        body = get_codec("openai_responses").encode_error(err)
+        start = {"type": "http.response.start", "status": 502, "headers": [_JSON]}
+        await send(start)
+        await send({"type": "http.response.body", "body": body})
+        return
+    raw = [(k.lower(), v) for k, v in resp.headers.raw]
+    out = [
+        *client_headers_from_upstream(raw, passthrough=False),
+        (b"content-type", resp.headers.get("content-type", "application/json").encode()),
+        (b"content-length", b"%d" % len(resp.content)),
+    ]
+    await send({"type": "http.response.start", "status": resp.status_code, "headers": out})
+    await send({"type": "http.response.body", "body": resp.content})
