@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai.types.responses import Response
@@ -23,7 +25,7 @@ from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName
 from tests.helpers.scripted_model import CALL_ID_PREFIX, FINAL_PREFIX, ScriptedModel
-from tests.helpers.servers import serve
+from tests.helpers.servers import FakeUpstream, Reply, serve
 
 CHAT: ProtocolName = "openai_chat_completions"
 ANTHROPIC: ProtocolName = "anthropic_messages"
@@ -173,3 +175,285 @@ def test_three_chained_turns_reach_the_upstream_as_the_whole_conversation(
     if stream:
         for got, items in zip(retrieved, folded, strict=True):
             assert [i.model_dump() for i in got.output] == [i.model_dump() for i in items]
+
+
+# ------------------------------------------------------------------ the endpoints
+
+
+def test_input_items_list_pages_through_the_whole_context_in_both_orders() -> None:
+    model = ScriptedModel(ANTHROPIC, COMMAND, reasoning=True)
+    with proxy(model, "http") as url:
+        answers, _ = run_sync(url, stream=False)
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        last = answers[2].id
+        desc = list(client.responses.input_items.list(last, limit=2))  # every page
+        asc = list(client.responses.input_items.list(last, order="asc", limit=3))
+        first_page = client.responses.input_items.list(last, order="asc", limit=3)
+        raw = httpx.get(
+            f"{url}/responses/{last}/input_items",
+            params={"order": "asc", "before": asc[5].id, "limit": 2},
+            headers={"authorization": "Bearer sk-client"},
+        ).json()
+        bad = httpx.get(
+            f"{url}/responses/{last}/input_items",
+            params={"limit": 0},
+            headers={"authorization": "Bearer sk-client"},
+        )
+    # turn 1's question, its three output items, the tool output, turn 2's answer,
+    # turn 3's question: what answers[2] was generated from.
+    kinds = [i.type for i in asc]
+    assert kinds == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+        "message",
+    ]
+    assert [i.id for i in asc[1:4]] == [o.id for o in answers[0].output]
+    assert asc[5].id == answers[1].output[0].id
+    assert [getattr(i, "role", None) for i in (asc[0], asc[6])] == ["user", "user"]
+    assert asc[0].content[0].text == "Print the marker, please."  # type: ignore[union-attr]
+    assert asc[6].content[0].text == "Thanks. And again?"  # type: ignore[union-attr]
+    assert len({i.id for i in asc}) == 7  # every item has its own id
+    assert [i.id for i in desc] == [i.id for i in reversed(asc)]
+    assert first_page.has_more is True and len(first_page.data) == 3
+    # ``before`` in ascending order: the page just before that item.
+    assert [i["id"] for i in raw["data"]] == [asc[3].id, asc[4].id]
+    assert raw["first_id"] == asc[3].id and raw["last_id"] == asc[4].id
+    assert raw["has_more"] is True and raw["object"] == "list"
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "limit"
+
+
+def _error(exc: openai.APIStatusError) -> dict[str, Any]:
+    body = exc.response.json()
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    return body["error"]  # type: ignore[no-any-return]
+
+
+def test_delete_then_every_endpoint_and_a_chain_find_nothing() -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "inner") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="hello")
+        raw = client.responses.with_raw_response.delete(first.id)
+        calls = len(model.exchanges)
+        with pytest.raises(openai.NotFoundError) as got:
+            client.responses.retrieve(first.id)
+        with pytest.raises(openai.NotFoundError) as items:
+            client.responses.input_items.list(first.id)
+        with pytest.raises(openai.NotFoundError) as again:
+            client.responses.delete(first.id)
+        with pytest.raises(openai.BadRequestError) as chained:
+            client.responses.create(model=MODEL, input="more", previous_response_id=first.id)
+    assert raw.http_response.json() == {
+        "id": first.id,
+        "object": "response.deleted",
+        "deleted": True,
+    }
+    for exc in (got.value, items.value, again.value):
+        assert exc.status_code == 404
+        assert _error(exc)["message"] == f"Response with id '{first.id}' not found."
+    error = _error(chained.value)
+    assert error["param"] == "previous_response_id"
+    assert error["code"] == "previous_response_not_found"
+    assert error["message"] == f"Previous response with id '{first.id}' not found."
+    assert len(model.exchanges) == calls  # the upstream was never asked
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_unknown_and_store_false_ids_cannot_be_chained_or_read(stream: bool) -> None:
+    model = ScriptedModel(ANTHROPIC, COMMAND)
+    with proxy(model, "http") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        if stream:
+            events = list(
+                client.responses.create(model=MODEL, input="hi", store=False, stream=True)
+            )
+            unstored = events[-1].response.id  # type: ignore[union-attr]
+        else:
+            unstored = client.responses.create(model=MODEL, input="hi", store=False).id
+        calls = len(model.exchanges)
+        failures = []
+        for rid in (unstored, "resp_0123456789abcdef"):
+            with pytest.raises(openai.NotFoundError):
+                client.responses.retrieve(rid)
+            with pytest.raises(openai.BadRequestError) as info:
+                client.responses.create(
+                    model=MODEL, input="more", previous_response_id=rid, stream=stream
+                )
+            failures.append(_error(info.value))
+    assert calls == 1 and len(model.exchanges) == 1
+    assert [f["code"] for f in failures] == ["previous_response_not_found"] * 2
+    assert [f["param"] for f in failures] == ["previous_response_id"] * 2
+    assert [f["type"] for f in failures] == ["invalid_request_error"] * 2
+
+
+def test_a_chain_from_a_store_false_turn_is_stored_but_keeps_nothing_of_its_own() -> None:
+    """``store: false`` on a chained request: it reads the chain, stores nothing."""
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "http") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="one")
+        second = client.responses.create(
+            model=MODEL, input="two", previous_response_id=first.id, store=False
+        )
+        with pytest.raises(openai.NotFoundError):
+            client.responses.retrieve(second.id)
+    assert second.previous_response_id == first.id
+    assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
+
+
+def test_with_the_store_off_a_chain_is_refused_as_before() -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "http", store="off") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="one")
+        with pytest.raises(openai.NotFoundError):
+            client.responses.retrieve(first.id)
+        with pytest.raises(openai.BadRequestError) as info:
+            client.responses.create(model=MODEL, input="two", previous_response_id=first.id)
+    assert _error(info.value)["param"] == "previous_response_id"
+    assert len(model.exchanges) == 1
+
+
+# ------------------------------------------------------------------- isolation
+
+
+def _outsider_sees_nothing(url: str, key: str, rid: str, model: ScriptedModel) -> None:
+    """Every endpoint, for a caller who does not own ``rid``: as if it did not exist."""
+    other = openai.OpenAI(base_url=url, api_key=key, max_retries=0)
+    calls = len(model.exchanges)
+    with pytest.raises(openai.NotFoundError):
+        other.responses.retrieve(rid)
+    with pytest.raises(openai.NotFoundError):
+        other.responses.input_items.list(rid)
+    with pytest.raises(openai.NotFoundError):
+        other.responses.delete(rid)
+    with pytest.raises(openai.BadRequestError) as info:
+        other.responses.create(model=MODEL, input="steal", previous_response_id=rid)
+    assert _error(info.value)["code"] == "previous_response_not_found"
+    assert len(model.exchanges) == calls
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_another_key_cannot_read_list_chain_or_delete_a_response(transport: str) -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, transport) as url:
+        alice = openai.OpenAI(base_url=url, api_key="sk-alice", max_retries=0)
+        first = alice.responses.create(model=MODEL, input="alice's secret")
+        _outsider_sees_nothing(url, "sk-mallory", first.id, model)
+        # Still alice's, whole: the attempts changed nothing.
+        assert alice.responses.retrieve(first.id).id == first.id
+        assert len(list(alice.responses.input_items.list(first.id))) == 1
+        alice.responses.create(model=MODEL, input="next", previous_response_id=first.id)
+
+
+def test_an_owner_function_replaces_the_key_as_the_owner() -> None:
+    """The application's own tenancy: two keys of one tenant share, tenants do not."""
+
+    def tenant(scope: Any) -> str:
+        return dict(scope["headers"]).get(b"x-tenant", b"").decode()
+
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "http", store_owner=tenant) as url:
+        one = openai.OpenAI(
+            base_url=url, api_key="sk-1", max_retries=0, default_headers={"x-tenant": "acme"}
+        )
+        two = openai.OpenAI(
+            base_url=url, api_key="sk-2", max_retries=0, default_headers={"x-tenant": "acme"}
+        )
+        first = one.responses.create(model=MODEL, input="shared within acme")
+        assert two.responses.retrieve(first.id).id == first.id
+        with pytest.raises(openai.NotFoundError):
+            openai.OpenAI(
+                base_url=url, api_key="sk-1", max_retries=0, default_headers={"x-tenant": "other"}
+            ).responses.retrieve(first.id)
+
+
+def test_the_owner_is_a_keyed_hash_never_the_credential() -> None:
+    from proxai_asgi.stored_responses import Owners
+
+    scope = {"headers": [(b"authorization", b"Bearer sk-very-secret-key")]}
+    a, b = Owners(), Owners()
+    assert "sk-very-secret-key" not in a(scope)
+    assert a(scope) == a(scope) and a(scope) != b(scope)  # a random key per process
+    assert Owners("shared")(scope) == Owners(b"shared")(scope)  # instances can agree
+    other = {"headers": [(b"x-api-key", b"sk-other")]}
+    assert Owners("shared")(other) != Owners("shared")(scope)
+
+
+# ------------------------------------------------------- abandoned, pass-through
+
+
+def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    chunk = {
+        "id": "chatcmpl-abandoned",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def test_a_stream_the_client_abandons_is_stored_as_cancelled_never_half() -> None:
+    fake = FakeUpstream()
+    # Text that never ends: the upstream goes silent after two chunks.
+    fake.push(
+        Reply(
+            200,
+            [("content-type", "text/event-stream")],
+            [
+                _chat_chunk({"role": "assistant", "content": "Let me"}),
+                _chat_chunk({"content": " think"}),
+                _chat_chunk({}, "stop"),  # never sent: the stall comes first
+            ],
+            stall_after=2,
+            stall=30,
+        )
+    )
+    with serve(fake) as upstream_url:
+        up = Upstream(CHAT, upstream_url + "/v1", "sk-upstream-key")
+        with serve(ProxaiMiddleware(_not_found, upstream=up)) as url:
+            client = openai.OpenAI(base_url=url + "/v1", api_key="sk-client", max_retries=0)
+            with client.responses.create(model=MODEL, input="go", stream=True) as events:
+                rid = None
+                for event in events:
+                    if event.type == "response.created":
+                        rid = event.response.id
+                    if event.type == "response.output_text.delta":
+                        break  # the client leaves mid-answer
+            assert fake.cancelled.wait(10)  # the proxy saw it go and hung up upstream
+            got = None
+            deadline = time.monotonic() + 10
+            while got is None and time.monotonic() < deadline:
+                try:
+                    got = client.responses.retrieve(rid)  # type: ignore[arg-type]
+                except openai.NotFoundError:
+                    time.sleep(0.02)  # the record is written as the exchange unwinds
+    assert got is not None and got.id == rid
+    assert got.status == "cancelled"
+    assert got.output == []  # the half-written message is not kept
+
+
+def test_a_responses_upstream_keeps_its_own_state_and_unknown_ids_go_to_it() -> None:
+    fake = FakeUpstream()
+    stored = {"id": "resp_upstream1", "object": "response", "status": "completed"}
+    fake.push(Reply(200, [("content-type", "application/json")], [json.dumps(stored).encode()]))
+    with serve(fake) as upstream_url:
+        up = Upstream("openai_responses", upstream_url + "/v1", "sk-upstream-key")
+        with serve(ProxaiMiddleware(_not_found, upstream=up)) as url:
+            client = openai.OpenAI(base_url=url + "/v1", api_key="sk-client", max_retries=0)
+            got = client.responses.retrieve("resp_upstream1")
+            client.responses.delete("resp_upstream1")
+            client.responses.input_items.list("resp_upstream1", limit=5)
+    assert got.id == "resp_upstream1"
+    assert [s.path for s in fake.seen] == [
+        "/v1/responses/resp_upstream1",
+        "/v1/responses/resp_upstream1",
+        "/v1/responses/resp_upstream1/input_items",
+    ]
+    assert fake.seen[2].query == b"limit=5"
+    assert all(s.headers["authorization"] == "Bearer sk-upstream-key" for s in fake.seen)
