@@ -89,6 +89,8 @@ class ResponsesSocket:
         # output a ``previous_response_id`` naming it continues.
         self.last_id: str | None = None
         self.last_items: list[Any] = []
+        # The stored response the last one continued (the HTTP path expands it), if any.
+        self.last_base: str | None = None
 
     async def run(self) -> None:
         first = await self.receive()
@@ -165,8 +167,11 @@ class ResponsesSocket:
         new_input = _items(frame.get("input"))
         previous = frame.get("previous_response_id")
         if previous is not None and previous == self.last_id:
-            del frame["previous_response_id"]
             new_input = [*self.last_items, *new_input]
+            if self.last_base is None:
+                del frame["previous_response_id"]
+            else:  # the last response continued a stored one: so does this
+                frame["previous_response_id"] = self.last_base
         # Any other previous_response_id is left to the HTTP path: a stored response
         # (this proxy's store, or a Responses upstream's) or its 400.
         frame["input"] = new_input
@@ -189,6 +194,7 @@ class ResponsesSocket:
             event = {"type": kind, "sequence_number": n, "response": {**shell, "status": status}}
             await self._text(_enc.encode(event).decode())
         self.last_id, self.last_items = response_id, list(body["input"])
+        self.last_base = body.get("previous_response_id")
 
     async def _generate(self, body: dict[str, Any]) -> None:
         data = _enc.encode(body)
@@ -208,6 +214,7 @@ class ResponsesSocket:
         if relay.response_id is not None:
             self.last_id = relay.response_id
             self.last_items = [*body["input"], *relay.output]
+            self.last_base = body.get("previous_response_id")
 
     def _http_scope(self, length: int) -> Scope:
         headers: RawHeaders = [
