@@ -4,18 +4,33 @@ one."""
 
 from __future__ import annotations
 
-from .base import ResponseStore, StoredResponse, StoreUnavailable
+from typing import Any
+
+from .base import DEFAULT_TTL, ResponseStore, StoredResponse, StoreUnavailable
 from .memory import MemoryStore
 
 __all__ = ["MemoryStore", "ResponseStore", "StoreUnavailable", "StoredResponse", "open_store"]
 
 
-def open_store(spec: str | ResponseStore | None) -> ResponseStore | None:
-    """``None``/``"memory"``: the embedded store; ``"sqlite:///path"``: a SQLite file;
-    ``"redis://host:port/db"`` (or ``rediss://``): Redis; ``"off"``: no store; a
-    store object is used as it is."""
+def open_store(
+    spec: str | ResponseStore | None,
+    *,
+    ttl: float | None = None,
+    max_entries: int | None = None,
+    max_bytes: int | None = None,
+    prefix: str | None = None,
+) -> ResponseStore | None:
+    """``None``/``"memory"``: the embedded store; ``"sqlite:///path"``: a SQLite file
+    (``sqlite:////abs/path`` for an absolute one); ``"redis://host:port/db"`` (or
+    ``rediss://``): Redis; ``"off"``: no store; a store object is used as it is.
+    The options left None keep each backend's defaults (``max_bytes``: memory only,
+    ``prefix``: Redis only)."""
+    options: dict[str, Any] = {"ttl": ttl, "max_entries": max_entries}
+    options = {k: v for k, v in options.items() if v is not None}
     if spec is None or spec == "memory":
-        return MemoryStore()
+        if max_bytes is not None:
+            options["max_bytes"] = max_bytes
+        return MemoryStore(**options)
     if not isinstance(spec, str):
         return spec
     if spec == "off":
@@ -23,11 +38,12 @@ def open_store(spec: str | ResponseStore | None) -> ResponseStore | None:
     if spec.startswith("sqlite:///"):
         from .sqlite import SQLiteStore
 
-        return SQLiteStore(spec[len("sqlite:///") :] or ":memory:")
+        return SQLiteStore(spec[len("sqlite:///") :] or ":memory:", **options)
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        from .redis import RedisStore
+        from .redis import DEFAULT_PREFIX, RedisStore
 
-        return RedisStore(spec)
+        # Redis bounds by TTL (and its maxmemory policy), not by entries.
+        return RedisStore(spec, ttl=ttl or DEFAULT_TTL, prefix=prefix or DEFAULT_PREFIX)
     raise ValueError(
         f"store must be 'memory', 'off', 'sqlite:///path' or 'redis://host:port/db', got {spec!r}"
     )
