@@ -242,5 +242,5 @@ def test_the_response_store_comes_from_flags_environment_or_toml(tmp_path: Path)
     with pytest.raises(cfg.ConfigError, match="FLEET_SECRET"):
         app_from(["--config", str(path), *flags], env)
     path.write_text('[store]\nurl = "postgres://db"\n')
-    with pytest.raises(cfg.ConfigError, match="store.url"):
+    with pytest.raises(cfg.ConfigError, match=r"store\.url"):
         app_from(["--config", str(path), *flags], env)
