@@ -292,6 +292,11 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
             raise not_found_previous(chain[0].previous_id)
         del fields["previous_response_id"]
         fields["input"] = msgspec.Raw(_enc.encode([*history(chain), *items]))
+    rewrite = previous is not None
+    if keep is True and "store" in fields:
+        del fields["store"]  # honoured here: not a field the translation drops
+        rewrite = True
+    if rewrite:
         body = _enc.encode(fields)
     return body, Turn(
         service, owner, previous, items if keep is not False else None, stream is True

@@ -89,9 +89,13 @@ class SQLiteStore:
 
     def _touch(self, db: sqlite3.Connection, ids: list[str]) -> None:
         expires = self.clock() + self.ttl
-        db.executemany(
-            "UPDATE proxai_responses SET expires_at = ? WHERE id = ?", [(expires, i) for i in ids]
-        )
+        for at in range(0, len(ids), 500):  # one statement per 500 ids (SQLite's limits)
+            batch = ids[at : at + 500]
+            marks = ",".join("?" * len(batch))
+            db.execute(
+                f"UPDATE proxai_responses SET expires_at = ? WHERE id IN ({marks})",
+                (expires, *batch),
+            )
 
     # ------------------------------------------------------------------ the store
 

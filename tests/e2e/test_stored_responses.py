@@ -457,3 +457,15 @@ def test_a_responses_upstream_keeps_its_own_state_and_unknown_ids_go_to_it() -> 
     ]
     assert fake.seen[2].query == b"limit=5"
     assert all(s.headers["authorization"] == "Bearer sk-upstream-key" for s in fake.seen)
+
+
+def test_store_true_is_honoured_not_reported_as_dropped() -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "http") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        kept = client.responses.with_raw_response.create(model=MODEL, input="a", store=True)
+    with proxy(model, "http", store="off") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        off = client.responses.with_raw_response.create(model=MODEL, input="a", store=True)
+    assert "store" not in kept.headers.get("x-proxai-dropped-fields", "")
+    assert "store" in off.headers.get("x-proxai-dropped-fields", "")
