@@ -156,6 +156,12 @@ class ProxaiMiddleware:
     to HTTP). Requests to other paths, other methods, other websockets and lifespan
     reach ``app`` untouched. ``prefix`` serves the LLM paths under a mount point
     (``/llm/v1/...``).
+
+    ``store`` keeps Responses answers for ``previous_response_id``, retrieve and
+    delete over stateless upstreams (``stored_responses.py``): None or "memory" (the
+    default), "sqlite:///path", "redis://host:port/db", "off", or a store object;
+    ``store_owner`` (scope -> owner id) replaces the keyed hash of the client's
+    credential, whose key is ``store_secret`` (random per process when None).
     """
 
     def __init__(

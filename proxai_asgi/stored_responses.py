@@ -175,6 +175,10 @@ def with_ids(items: list[Any]) -> list[msgspec.Raw]:
     return out
 
 
+def _field(fields: dict[str, msgspec.Raw], name: str, default: Any) -> Any:
+    return _any.decode(fields[name]) if name in fields else default
+
+
 def _input_list(raw: msgspec.Raw | None) -> list[Any]:
     if raw is None:
         return []
@@ -268,19 +272,19 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
         return body, None
     try:
         fields = _raw_body.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return body, None  # the codec answers it with the right 400
-    previous = (
-        _any.decode(fields["previous_response_id"]) if "previous_response_id" in fields else None
-    )
-    keep = _any.decode(fields["store"]) if "store" in fields else True
-    stream = _any.decode(fields["stream"]) if "stream" in fields else False
-    if previous is not None and not isinstance(previous, str):
-        raise ProxyError.invalid("previous_response_id must be a string", "previous_response_id")
-    if previous is None and keep is False:
-        return body, None
+        previous = _field(fields, "previous_response_id", None)
+        keep = _field(fields, "store", True)
+        stream = _field(fields, "stream", False)
+        if previous is not None and not isinstance(previous, str):
+            raise ProxyError.invalid(
+                "previous_response_id must be a string", "previous_response_id"
+            )
+        if previous is None and keep is False:
+            return body, None
+        items = with_ids(_input_list(fields.get("input")))
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return body, None  # not JSON (or not UTF-8): the codec answers with its 400
     owner = service.owners(scope)
-    items = with_ids(_input_list(fields.get("input")))
     if previous is not None:
         try:
             chain = await store.chain(previous, owner)
