@@ -58,7 +58,8 @@ def proxy(model: ScriptedModel, transport: str, **options: Any) -> Iterator[str]
             yield url + "/v1"
         return
     with serve(model) as upstream_url:
-        base = upstream_url if model.protocol == ANTHROPIC else upstream_url + "/v1"
+        # OpenAI base URLs carry the version; Anthropic's and Google's do not.
+        base = upstream_url + "/v1" if model.protocol == CHAT else upstream_url
         up = Upstream(model.protocol, base, "sk-upstream-key", **extra)  # type: ignore[arg-type]
         with serve(ProxaiMiddleware(_not_found, upstream=up, **options)) as url:
             yield url + "/v1"
@@ -469,3 +470,28 @@ def test_store_true_is_honoured_not_reported_as_dropped() -> None:
         off = client.responses.with_raw_response.create(model=MODEL, input="a", store=True)
     assert "store" not in kept.headers.get("x-proxai-dropped-fields", "")
     assert "store" in off.headers.get("x-proxai-dropped-fields", "")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_a_gemini_upstream_receives_the_stored_conversation_too(
+    transport: str, stream: bool
+) -> None:
+    model = ScriptedModel("gemini_generate_content", COMMAND)
+    with proxy(model, transport) as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="remember 4711")
+        if stream:
+            events = list(
+                client.responses.create(
+                    model=MODEL, input="what was it?", previous_response_id=first.id, stream=True
+                )
+            )
+            second = events[-1].response  # type: ignore[union-attr]
+        else:
+            second = client.responses.create(
+                model=MODEL, input="what was it?", previous_response_id=first.id
+            )
+        assert client.responses.retrieve(second.id).model_dump() == second.model_dump()
+    assert second.previous_response_id == first.id
+    assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
