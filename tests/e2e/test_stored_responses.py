@@ -495,3 +495,19 @@ def test_a_gemini_upstream_receives_the_stored_conversation_too(
         assert client.responses.retrieve(second.id).model_dump() == second.model_dump()
     assert second.previous_response_id == first.id
     assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
+
+
+def test_a_sqlite_store_keeps_conversations_over_a_restart(tmp_path: Any) -> None:
+    model = ScriptedModel(ANTHROPIC, COMMAND)
+    store = f"sqlite:///{tmp_path / 'responses.db'}"
+    with proxy(model, "http", store=store, store_secret="kept") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="remember 4711")
+    with proxy(model, "inner", store=store, store_secret="kept") as url:  # as if restarted
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        second = client.responses.create(
+            model=MODEL, input="what was it?", previous_response_id=first.id
+        )
+        assert client.responses.retrieve(first.id).model_dump() == first.model_dump()
+    assert second.previous_response_id == first.id
+    assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
