@@ -511,3 +511,19 @@ def test_a_sqlite_store_keeps_conversations_over_a_restart(tmp_path: Any) -> Non
         assert client.responses.retrieve(first.id).model_dump() == first.model_dump()
     assert second.previous_response_id == first.id
     assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
+
+
+def test_deleting_a_turn_ends_the_conversations_that_continue_it() -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "http") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="one")
+        second = client.responses.create(model=MODEL, input="two", previous_response_id=first.id)
+        client.responses.delete(first.id)
+        assert client.responses.retrieve(second.id).id == second.id  # still readable
+        with pytest.raises(openai.BadRequestError) as info:
+            client.responses.create(model=MODEL, input="three", previous_response_id=second.id)
+    error = _error(info.value)
+    assert error["code"] == "previous_response_not_found"
+    assert first.id in error["message"]  # the turn that is missing
+    assert len(model.exchanges) == 2
