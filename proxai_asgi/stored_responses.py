@@ -23,7 +23,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs
 
 import msgspec
@@ -58,15 +58,13 @@ class _Output(msgspec.Struct):
     output: list[msgspec.Raw] = msgspec.field(default_factory=list)
 
 
-class _Head(msgspec.Struct):
+class _ItemId(msgspec.Struct):
     id: str | None = None
-    type: str | None = None
-    role: str | None = None
 
 
 _JSON = (b"content-type", b"application/json")
 _output = msgspec.json.Decoder(_Output)
-_item_head = msgspec.json.Decoder(_Head)
+_item_id = msgspec.json.Decoder(_ItemId)
 
 # Item id prefixes, as the Responses API mints them.
 _ID_PREFIX = {
@@ -338,19 +336,18 @@ class Recorder:
             return None
         for marker in _TERMINAL:
             at = data.find(marker)
-            if at >= 0:
-                event = _event_at(data, at)
-                response = event.get("response") if event else None
-                return _enc.encode(response) if isinstance(response, dict) else None
+            if at >= 0:  # the snapshot's own bytes, exactly as the client gets them
+                raw = _decode(_lifecycle, _event_data(data, at))
+                return bytes(raw.response) if raw is not None and raw.response else None
         at = data.find(_CREATED)
         if at >= 0:
-            event = _event_at(data, at)
-            if event and isinstance(event.get("response"), dict):
+            event = _decode(_any, _event_data(data, at))
+            if isinstance(event, dict) and isinstance(event.get("response"), dict):
                 self.started = event["response"]
         at = data.find(_ITEM_DONE)
         while at >= 0:
-            event = _event_at(data, at)
-            if event and "item" in event:
+            event = _decode(_any, _event_data(data, at))
+            if isinstance(event, dict) and "item" in event:
                 self.done_items.append(event["item"])
             at = data.find(_ITEM_DONE, at + 1)
         return None
@@ -362,19 +359,29 @@ class Recorder:
         return _enc.encode(response)
 
 
-def _event_at(data: bytes, at: int) -> dict[str, Any] | None:
+class _Lifecycle(msgspec.Struct):
+    response: msgspec.Raw = msgspec.Raw(b"")  # (Raw cannot join a union with None)
+
+
+_lifecycle = msgspec.json.Decoder(_Lifecycle)
+_T = TypeVar("_T")
+
+
+def _event_data(data: bytes, at: int) -> bytes | None:
+    """The data of the SSE event whose ``event:`` line starts at ``at``."""
     end = data.find(b"\n\n", at)
     decoder = SSEDecoder()
-    events = decoder.decode(data[at : end + 2] if end >= 0 else data[at:])
-    if not events:
-        events = decoder.flush()
-    for event in events:
-        try:
-            value = _any.decode(event.data)
-        except msgspec.DecodeError:
-            return None
-        return value if isinstance(value, dict) else None
-    return None
+    events = decoder.decode(data[at : end + 2] if end >= 0 else data[at:]) or decoder.flush()
+    return events[0].data if events else None
+
+
+def _decode(decoder: msgspec.json.Decoder[_T], data: bytes | None) -> _T | None:
+    if data is None:
+        return None
+    try:
+        return decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
 
 
 # -------------------------------------------------------------- endpoints
@@ -423,7 +430,7 @@ def paginate(items: list[msgspec.Raw], page: Page) -> bytes:
     in the requested order, at most ``limit`` items, ``has_more`` when the list goes
     on past the page in the direction of travel."""
     ordered = items[::-1] if page.order == "desc" else list(items)
-    ids = [_item_head.decode(item).id for item in ordered]
+    ids = [_item_id.decode(item).id for item in ordered]
     start, stop = 0, len(ordered)
     if page.after is not None:
         start = ids.index(page.after) + 1 if page.after in ids else len(ordered)
@@ -436,7 +443,7 @@ def paginate(items: list[msgspec.Raw], page: Page) -> bytes:
     else:
         chosen = ordered[start : min(stop, start + page.limit)]
         has_more = start + page.limit < stop
-    chosen_ids = [_item_head.decode(item).id for item in chosen]
+    chosen_ids = [_item_id.decode(item).id for item in chosen]
     return _enc.encode(
         {
             "object": "list",
