@@ -24,6 +24,7 @@ from . import (
     compaction,
     custom_tools,
     endpoints,
+    stored_endpoints,
     stored_responses,
     telemetry,
     websocket_responses,
@@ -235,9 +236,9 @@ class ProxaiMiddleware:
             path = scope["path"]
             if self.prefix:
                 path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
-            stored = stored_responses.parse_path(path)
+            stored = stored_endpoints.parse_path(path)
             if stored is not None:
-                await stored_responses.endpoint(self, scope, receive, send, *stored)
+                await stored_endpoints.endpoint(self, scope, receive, send, *stored)
                 return
             if (
                 scope["method"] == "GET"

@@ -1,4 +1,5 @@
-"""The sans-IO parts of stored_responses: item ids, paging, the recorder."""
+"""The sans-IO parts of stored_responses and stored_endpoints: item ids, paging,
+the recorder."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from proxai_asgi import stored_endpoints as se
 from proxai_asgi import stored_responses as sr
 from proxai_asgi.errors import ProxyError
 
@@ -19,7 +21,7 @@ def items(n: int) -> list[msgspec.Raw]:
 
 
 def page(items_: list[msgspec.Raw], **params: Any) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(sr.paginate(items_, sr.Page(**params)))
+    result: dict[str, Any] = json.loads(se.paginate(items_, se.Page(**params)))
     result["ids"] = [i["id"] for i in result.pop("data")]
     return result
 
@@ -60,7 +62,7 @@ def test_pages_follow_the_order_and_say_when_more_lie_ahead() -> None:
 )
 def test_bad_page_parameters_are_400s_naming_the_parameter(query: bytes, param: str) -> None:
     with pytest.raises(ProxyError) as info:
-        sr.page_params(query)
+        se.page_params(query)
     assert info.value.status == 400 and info.value.param == param
 
 
