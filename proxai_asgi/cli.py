@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,12 +17,14 @@ from .codec import PROTOCOLS
 from .demo import DemoUpstream
 from .middleware import ProxaiMiddleware
 from .routing import Route, Upstream
+from .store import MemoryStore, open_store
 from .upstream import Receive, Scope, Send
 
 EPILOG = """\
 Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
-$PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS), and these flags. With no upstream
+$PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS, $PROXAI_STORE,
+$PROXAI_STORE_SECRET), and these flags. With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
@@ -67,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="processes serving the port (default 1); each has its own upstream "
         "connections and limits",
+    )
+    p.add_argument(
+        "--store",
+        help="stored Responses: memory (default), off, sqlite:///path, redis://host:port/db "
+        "(default $PROXAI_STORE)",
     )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     return p
@@ -131,6 +139,21 @@ def build_app(
         demo = Upstream.inner_app(server.demo_protocol, name="demo", lossy=True)
         routes = [Route("*", demo, args.model_rewrite)]
         inner = DemoUpstream()
+    st = conf.store
+    store_url = args.store or env.get("PROXAI_STORE") or st.url
+    secret = env.get("PROXAI_STORE_SECRET") or (env.get(st.secret_env) if st.secret_env else None)
+    if st.secret_env and not secret:
+        raise cfg.ConfigError(f"store.secret_env: ${st.secret_env} is not set")
+    try:
+        store = open_store(
+            store_url,
+            ttl=st.ttl,
+            max_entries=st.max_entries,
+            max_bytes=st.max_bytes,
+            prefix=st.prefix,
+        )
+    except (ValueError, ImportError) as exc:
+        raise cfg.ConfigError(f"--store (or $PROXAI_STORE, store.url): {exc}") from None
     app = ProxaiMiddleware(
         inner,
         routes=routes,
@@ -138,6 +161,8 @@ def build_app(
         max_body_size=server.max_body_size,
         lean_http=server.lean_http,
         responses_websocket=server.responses_websocket,
+        store=store if store is not None else "off",
+        store_secret=secret,
     )
     return app, server
 
@@ -180,6 +205,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # uvicorn binds the port once and spawns the workers; each rebuilds the app from
     # the same command line (the environment it inherits carries it).
     os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
+    # Workers hash owners with one key, so any of them serves a stored conversation
+    # (with a store they share: memory is per worker).
+    os.environ.setdefault("PROXAI_STORE_SECRET", secrets.token_hex(32))
+    if isinstance(app.stored.store, MemoryStore):
+        logging.getLogger("proxai_asgi").warning(
+            "--workers with the memory store: each worker keeps its own stored responses; "
+            "use --store sqlite:///path or redis://... to share them"
+        )
     uvicorn.run(f"{__name__}:worker_app", factory=True, workers=server.workers, **options)
     return 0
 

@@ -10,6 +10,13 @@ lean_http = true             # upstreams via the lean HTTP/1.1 pool (false: http
 responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 workers = 1                  # processes serving the port; each has its own pools and limits
 
+[store]                      # stored Responses (previous_response_id, retrieve, delete)
+url = "memory"               # "off", "sqlite:////var/lib/proxai/responses.db", "redis://host:6379/0"
+secret_env = "PROXAI_STORE_SECRET"  # owner-hash key; instances sharing a store must agree
+ttl = 2592000                # seconds since last use (30 days)
+max_entries = 10000          # memory and SQLite
+max_bytes = 268435456        # memory
+
 [[upstreams]]
 name = "claude"
 protocol = "anthropic_messages"
@@ -69,6 +76,15 @@ UPSTREAM_KEYS = frozenset(
 )
 
 
+class StoreConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    url: str = "memory"
+    secret_env: str | None = None  # the variable holding the owner-hash key
+    ttl: float | None = None
+    max_entries: int | None = None
+    max_bytes: int | None = None
+    prefix: str | None = None  # Redis key prefix
+
+
 class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     model: str
     upstream: str
@@ -79,6 +95,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     upstreams: list[dict[str, Any]] = msgspec.field(default_factory=list)
     routes: list[RouteConfig] = msgspec.field(default_factory=list)
+    store: StoreConfig = msgspec.field(default_factory=StoreConfig)
 
 
 def parse(data: dict[str, Any]) -> Config:
@@ -106,6 +123,11 @@ def parse(data: dict[str, Any]) -> Config:
             _upstream(u, u.get("api_key"))  # every value checked now, keys aside
         except (msgspec.ValidationError, ValueError) as exc:
             raise ConfigError(f"upstreams[{i}]: {exc}") from None
+    st = config.store
+    if not (st.url in ("memory", "off") or st.url.startswith(("sqlite:///", "redis", "unix://"))):
+        raise ConfigError(
+            f"store.url: {st.url!r} is not memory, off, sqlite:///path or redis://host:port/db"
+        )
     for i, r in enumerate(config.routes):
         if r.upstream not in names:
             raise ConfigError(f"routes[{i}].upstream: no upstream named {r.upstream!r}")

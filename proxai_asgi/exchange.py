@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from . import canonical as c
-from . import checks, telemetry
+from . import checks, stored_responses, telemetry
 from .codec import Codec, PathCall, RequestHead
 from .errors import ProxyError, ResponseAborted
 from .routing import Route, Upstream
@@ -101,6 +101,7 @@ class Exchange:
         self.response_model: str | None = None
         self.span = telemetry.start(client.name)
         self.secret: bytes | None = None  # the upstream key, masked in whatever we relay
+        self.turn: stored_responses.Turn | None = None  # a Responses answer to store
 
     # ------------------------------------------------------------------ driving
 
@@ -142,6 +143,9 @@ class Exchange:
             logger.exception("proxai_asgi failed while serving %s", self.client.name)
             await self.fail(ProxyError(500, "internal error in the proxy", kind="api_error"))
         finally:
+            if self.turn is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.turn.close()
             if acquired:
                 limiter.release()  # type: ignore[union-attr]
             self._log()
@@ -219,6 +223,8 @@ class Exchange:
             self.ttfb = time.perf_counter() - self.t0
         if self.secret is not None:
             data = _mask(data, self.secret)
+        if self.turn is not None:
+            await self.turn.observe(self.status, data, more)
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
     async def json(self, status: int, body: bytes, extra: RawHeaders) -> None:

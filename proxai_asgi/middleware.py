@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from . import checks, compaction, endpoints, websocket_responses
+from . import (
+    checks,
+    compaction,
+    endpoints,
+    stored_endpoints,
+    stored_responses,
+    websocket_responses,
+)
 from .codec import Action, Codec, PathCall
 from .exchange import JSON_HEADER, Exchange, Handler
 from .model_rewrite import rewrite_model
@@ -23,6 +30,7 @@ from .protocols import all_codecs
 from .pumping import until_disconnect
 from .relaying import relay, relay_inner
 from .routing import Route, Router, Upstream
+from .store import ResponseStore
 from .translating import translate
 from .upstream import (
     ASGIApp,
@@ -48,6 +56,9 @@ async def generate(ex: Exchange, body: bytes) -> None:
     ex.route(head)
     up = ex.upstream
     assert up is not None
+    if ex.client.stateful and up.protocol != ex.client.name:
+        # previous_response_id expanded from the store; the answer recorded.
+        body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body)
     if ex.client.stateful and compaction.mentions(body):
         # Codex compaction: our compaction items expanded, a trigger answered here.
         rewritten = await compaction.serve(ex, up, body)
@@ -92,6 +103,12 @@ class ProxaiMiddleware:
     to HTTP). Requests to other paths, other methods, other websockets and lifespan
     reach ``app`` untouched. ``prefix`` serves the LLM paths under a mount point
     (``/llm/v1/...``).
+
+    ``store`` keeps Responses answers for ``previous_response_id``, retrieve and
+    delete over stateless upstreams (``stored_responses.py``): None or "memory" (the
+    default), "sqlite:///path", "redis://host:port/db", "off", or a store object;
+    ``store_owner`` (scope -> owner id) replaces the keyed hash of the client's
+    credential, whose key is ``store_secret`` (random per process when None).
     """
 
     def __init__(
@@ -110,6 +127,9 @@ class ProxaiMiddleware:
         max_json_depth: int = checks.DEFAULT_MAX_JSON_DEPTH,
         lean_http: bool = True,
         responses_websocket: bool = True,
+        store: str | ResponseStore | None = None,
+        store_owner: stored_responses.OwnerFunction | None = None,
+        store_secret: str | bytes | None = None,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -131,6 +151,9 @@ class ProxaiMiddleware:
         self.max_json_depth = max_json_depth
         self.responses_websocket = responses_websocket
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
+        self.stored = stored_responses.StoredResponses(
+            store, secret=store_secret, owner=store_owner
+        )
 
     def _local(self, scope: Scope) -> str:
         """The request path below the mount point ("" when outside it)."""
@@ -149,9 +172,17 @@ class ProxaiMiddleware:
                     ex = Exchange(self, codec, scope, receive, send, found.call)
                     await ex.run(_HANDLERS[found.action])
                     return
-        elif kind == "http" and scope["method"] == "GET" and self.serve_models:
+        elif kind == "http" and scope["method"] in ("GET", "DELETE"):
             path = self._local(scope)
-            if path in ("/v1/models", "/models", "/v1beta/models"):
+            stored = stored_endpoints.parse_path(path)
+            if stored is not None:
+                await stored_endpoints.endpoint(self, scope, receive, send, *stored)
+                return
+            if (
+                scope["method"] == "GET"
+                and self.serve_models
+                and path in ("/v1/models", "/models", "/v1beta/models")
+            ):
                 await self._models(scope, send, path)
                 return
         elif kind == "lifespan":
@@ -210,3 +241,4 @@ class ProxaiMiddleware:
         await self.http.aclose()
         if self.lean is not None:
             await self.lean.aclose()
+        await self.stored.aclose()

@@ -27,6 +27,8 @@ async def translate(ex: Exchange, up: Upstream, body: bytes) -> None:
         ex.client, get_codec(up.protocol), body, up, model=ex.model, stream=ex.stream
     )
     ex.dropped = translation.dropped
+    if ex.turn is not None:  # expanded from the store: the answer names what it continued
+        translation.request.previous_response_id = ex.turn.previous_id
     async with ex.open(up, translation.body, passthrough=False) as resp:
         if not 200 <= resp.status < 300:
             err = translation.target.decode_error(resp.status, await resp.read(MAX_ERROR_BODY))

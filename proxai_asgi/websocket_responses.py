@@ -13,7 +13,8 @@ ones an HTTP client gets. Around that this module adds what only the socket has:
 - ``previous_response_id`` naming the connection's last response continues it: the
   request's input is that response's input and output followed by the new input. The
   connection keeps exactly one response, so this works with ``store: false`` and never
-  reaches a stateless upstream as an unknown field.
+  reaches a stateless upstream as an unknown field. Any other id goes on with the
+  frame, so a response stored earlier (``stored_responses``) can be continued too.
 - ``generate: false`` (Codex's warm-up) is answered at once with an empty completed
   response, without calling the upstream; its input still seeds the next turn.
 - an HTTP error becomes the wrapped error frame Codex maps back to an HTTP status:
@@ -88,6 +89,8 @@ class ResponsesSocket:
         # output a ``previous_response_id`` naming it continues.
         self.last_id: str | None = None
         self.last_items: list[Any] = []
+        # The stored response the last one continued (the HTTP path expands it), if any.
+        self.last_base: str | None = None
 
     async def run(self) -> None:
         first = await self.receive()
@@ -161,17 +164,16 @@ class ResponsesSocket:
                 "invalid_type",
                 "type",
             )
-        previous = frame.pop("previous_response_id", None)
         new_input = _items(frame.get("input"))
-        if previous is not None:
-            if previous != self.last_id:
-                raise FrameError(
-                    400,
-                    f"Previous response with id '{previous}' not found.",
-                    "previous_response_not_found",
-                    "previous_response_id",
-                )
+        previous = frame.get("previous_response_id")
+        if previous is not None and previous == self.last_id:
             new_input = [*self.last_items, *new_input]
+            if self.last_base is None:
+                del frame["previous_response_id"]
+            else:  # the last response continued a stored one: so does this
+                frame["previous_response_id"] = self.last_base
+        # Any other previous_response_id is left to the HTTP path: a stored response
+        # (this proxy's store, or a Responses upstream's) or its 400.
         frame["input"] = new_input
         frame["stream"] = True
         return frame
@@ -192,6 +194,7 @@ class ResponsesSocket:
             event = {"type": kind, "sequence_number": n, "response": {**shell, "status": status}}
             await self._text(_enc.encode(event).decode())
         self.last_id, self.last_items = response_id, list(body["input"])
+        self.last_base = body.get("previous_response_id")
 
     async def _generate(self, body: dict[str, Any]) -> None:
         data = _enc.encode(body)
@@ -211,6 +214,7 @@ class ResponsesSocket:
         if relay.response_id is not None:
             self.last_id = relay.response_id
             self.last_items = [*body["input"], *relay.output]
+            self.last_base = body.get("previous_response_id")
 
     def _http_scope(self, length: int) -> Scope:
         headers: RawHeaders = [

@@ -212,3 +212,35 @@ def test_access_log_lines_never_show_a_query_key() -> None:
     message = record.getMessage()
     assert "AIzaSECRET" not in message
     assert "?key=[redacted]&alt=sse" in message
+
+
+def test_the_response_store_comes_from_flags_environment_or_toml(tmp_path: Path) -> None:
+    from proxai_asgi.store import MemoryStore
+    from proxai_asgi.store.redis import RedisStore
+    from proxai_asgi.store.sqlite import SQLiteStore
+
+    flags = ["--upstream-protocol", "openai_chat_completions"]
+    env = {"PROXAI_UPSTREAM_URL": "http://127.0.0.1:9/v1"}
+    default = app_from(flags, env)[0].stored.store
+    assert isinstance(default, MemoryStore) and default.max_entries == 10_000
+    db = tmp_path / "responses.db"
+    by_flag = app_from([*flags, "--store", f"sqlite:///{db}"], env)[0].stored.store
+    assert isinstance(by_flag, SQLiteStore) and by_flag.path == str(db)
+    by_env = app_from(flags, {**env, "PROXAI_STORE": "redis://127.0.0.1:1/2"})[0].stored.store
+    assert isinstance(by_env, RedisStore)
+    assert app_from(flags, {**env, "PROXAI_STORE": "off"})[0].stored.store is None
+    path = tmp_path / "proxai.toml"
+    path.write_text(
+        '[store]\nurl = "memory"\nttl = 60\nmax_entries = 5\nmax_bytes = 1000\n'
+        'secret_env = "FLEET_SECRET"\n'
+    )
+    app, _ = app_from(["--config", str(path), *flags], {**env, "FLEET_SECRET": "s3"})
+    store = app.stored.store
+    assert isinstance(store, MemoryStore)
+    assert (store.ttl, store.max_entries, store.max_bytes) == (60, 5, 1000)
+    assert app.stored.owners.key == b"s3"  # the owner hash key, from the named variable
+    with pytest.raises(cfg.ConfigError, match="FLEET_SECRET"):
+        app_from(["--config", str(path), *flags], env)
+    path.write_text('[store]\nurl = "postgres://db"\n')
+    with pytest.raises(cfg.ConfigError, match=r"store\.url"):
+        app_from(["--config", str(path), *flags], env)

@@ -289,3 +289,32 @@ def test_codex_retries_a_broken_stream_on_a_new_socket(tmp_path: Path) -> None:
     assert json.loads(broken.frames_out[-1])["type"] == "response.failed", why
     first = json.loads(retry.frames_in[0])
     assert "previous_response_id" not in first or first.get("generate") is False, why
+
+
+@pytest.mark.parametrize(("upstream", "transport"), CASES[::3])
+def test_a_frame_can_continue_a_response_stored_over_http(
+    socket_for: Any, upstream: ProtocolName, transport: str
+) -> None:
+    """A turn answered over HTTP (stored) continued from a WebSocket frame: the
+    connection has no such response of its own, so the store supplies it; then the
+    connection's own last response chains as before."""
+    import openai
+
+    model = ScriptedModel(upstream, COMMAND)
+    ws, _ = socket_for(model, transport)
+    url = f"http://127.0.0.1:{ws.remote_address[1]}/v1"
+    client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+    stored = client.responses.create(model="gpt-5.5", input="remember 4711")
+    ws.send(create(previous_response_id=stored.id, input=[user("what was it?")]))
+    second = answer(ws)
+    assert second[-1]["type"] == "response.completed", second[-1]
+    ws.send(create(previous_response_id=second[-1]["response"]["id"], input=[user("and?")]))
+    third = answer(ws)
+    assert third[-1]["type"] == "response.completed", third[-1]
+    texts = [
+        [p.text for m in x.decoded.messages for p in m.content if isinstance(p, c.Text)]  # type: ignore[union-attr]
+        for x in model.exchanges
+    ]
+    assert texts[1][0] == "remember 4711" and texts[1][-1] == "what was it?"
+    assert texts[2][0] == "remember 4711" and texts[2][-1] == "and?"
+    assert len(texts[2]) == len(texts[1]) + 2  # the socket's answer, the new question

@@ -1,0 +1,366 @@
+"""Stored Responses over upstreams that keep no state: ``previous_response_id``,
+``store``, and the retrieve / input items / delete endpoints.
+
+The conversation a Responses client continues with ``previous_response_id`` is
+rebuilt here before translation: the stored chain's input items and output items,
+then the request's own ``input`` (the previous ``instructions`` are not carried), so
+a Chat, Anthropic or Gemini upstream receives the whole history and the field is
+gone. The answer is recorded as the client received it (for a stream, the terminal
+event's response, which is the folded stream) once it has ended, before its last
+bytes leave, so a client (or another instance) chaining from it at once finds it.
+
+The pure parts (expansion, item ids, the recorder) are sans-IO; ``prepare`` and the
+``Turn`` are the thin async layer the middleware calls. The GET and DELETE endpoints
+are in ``stored_endpoints.py``.
+When the routed upstream speaks Responses itself, none of this runs: the request
+passes through and the upstream keeps its own state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from .errors import ProxyError
+from .sse import SSEDecoder
+from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
+from .upstream import Scope, _client_credential
+
+logger = logging.getLogger("proxai_asgi")
+
+OwnerFunction = Callable[[Scope], str]
+
+_raw_body = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_any = msgspec.json.Decoder()
+_enc = msgspec.json.Encoder()
+
+
+class _Output(msgspec.Struct):
+    output: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+_output = msgspec.json.Decoder(_Output)
+
+# Item id prefixes, as the Responses API mints them.
+_ID_PREFIX = {
+    "message": "msg_",
+    "function_call": "fc_",
+    "function_call_output": "fco_",
+    "custom_tool_call": "ctc_",
+    "custom_tool_call_output": "ctco_",
+    "reasoning": "rs_",
+}
+
+
+# --------------------------------------------------------------------- owners
+
+
+class Owners:
+    """Who a request belongs to: ``owner(scope)`` if the application gave one (a
+    tenant id from its auth layer), else a keyed hash of the client's credential.
+    The key is random per process unless ``secret`` is given, which instances that
+    share a store must agree on; the credential itself is never kept."""
+
+    def __init__(self, secret: str | bytes | None = None, owner: OwnerFunction | None = None):
+        if isinstance(secret, str):
+            secret = secret.encode()
+        self.key = secret or secrets.token_bytes(32)
+        self.owner = owner
+
+    def __call__(self, scope: Scope) -> str:
+        if self.owner is not None:
+            return "app:" + self.owner(scope)
+        credential = _client_credential(scope.get("headers", [])) or b""
+        return "key:" + hmac.new(self.key, credential, hashlib.sha256).hexdigest()[:40]
+
+
+# ------------------------------------------------------------------ the service
+
+
+class StoredResponses:
+    """The middleware's stored-Responses state: the store and the owner rule."""
+
+    def __init__(
+        self,
+        store: str | ResponseStore | None = None,
+        *,
+        secret: str | bytes | None = None,
+        owner: OwnerFunction | None = None,
+    ) -> None:
+        self.store = open_store(store)
+        self.owners = Owners(secret, owner)
+
+    async def aclose(self) -> None:
+        if self.store is not None:
+            await self.store.aclose()
+
+
+def unavailable(exc: StoreUnavailable) -> ProxyError:
+    logger.warning("response store unavailable: %s", exc)
+    return ProxyError(
+        503,
+        "The response store is unavailable; retry shortly.",
+        kind="api_error",
+        code="store_unavailable",
+    )
+
+
+def not_found_previous(response_id: str) -> ProxyError:
+    """OpenAI's answer to a ``previous_response_id`` it does not hold."""
+    return ProxyError(
+        400,
+        f"Previous response with id '{response_id}' not found.",
+        kind="invalid_request",
+        param="previous_response_id",
+        code="previous_response_not_found",
+    )
+
+
+def _not_found(response_id: str) -> ProxyError:
+    return ProxyError(404, f"Response with id '{response_id}' not found.", kind="invalid_request")
+
+
+# ------------------------------------------------------------- request side
+
+
+def with_ids(items: list[Any]) -> list[msgspec.Raw]:
+    """A request's input items as they are stored: each with an ``id`` (minted where
+    the client sent none, so listings can page by id), a bare-string message content
+    as the part list the API lists it as, and a role-only message typed."""
+    out: list[msgspec.Raw] = []
+    for item in items:
+        if not isinstance(item, dict):
+            out.append(msgspec.Raw(_enc.encode(item)))
+            continue
+        kind = item.get("type")
+        if kind is None and "role" in item:
+            item = {"type": "message", **item}
+            kind = "message"
+        if kind == "message" and isinstance(item.get("content"), str):
+            part = "output_text" if item.get("role") == "assistant" else "input_text"
+            text: dict[str, Any] = {"type": part, "text": item["content"]}
+            if part == "output_text":
+                text["annotations"] = []
+            item = {**item, "content": [text]}
+        if not item.get("id"):
+            item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + secrets.token_hex(16)}
+        out.append(msgspec.Raw(_enc.encode(item)))
+    return out
+
+
+def _field(fields: dict[str, msgspec.Raw], name: str, default: Any) -> Any:
+    return _any.decode(fields[name]) if name in fields else default
+
+
+def _input_list(raw: msgspec.Raw | None) -> list[Any]:
+    if raw is None:
+        return []
+    value = _any.decode(raw)
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if isinstance(value, list):
+        return value
+    if value is None:
+        return []
+    raise ProxyError.invalid("input must be a string or a list of items", param="input")
+
+
+def history(chain: list[StoredResponse]) -> list[msgspec.Raw]:
+    """The items a chain's last response was answered from, and its answer: every
+    turn's input items followed by its output items, oldest first."""
+    items: list[msgspec.Raw] = []
+    for record in chain:
+        items += record.input
+        items += _output.decode(record.response).output
+    return items
+
+
+def input_items(chain: list[StoredResponse]) -> list[msgspec.Raw]:
+    """What ``GET /v1/responses/{id}/input_items`` lists: the items the last
+    response of ``chain`` was generated from (its history, then its own input)."""
+    return [*history(chain[:-1]), *chain[-1].input]
+
+
+class Turn:
+    """One Responses request over a stateless upstream: where it continues from, and
+    (unless ``store: false``) the recorder that keeps its answer."""
+
+    def __init__(
+        self,
+        service: StoredResponses,
+        owner: str,
+        previous_id: str | None,
+        items: list[msgspec.Raw] | None,
+        stream: bool,
+    ) -> None:
+        self.service = service
+        self.owner = owner
+        self.previous_id = previous_id
+        self.recorder = Recorder(stream) if items is not None else None
+        self.items = items or []
+        self.saved = False
+
+    async def observe(self, status: int, data: bytes, more: bool) -> None:
+        """Called with each body chunk on its way to the client, before it is sent."""
+        recorder = self.recorder
+        if recorder is None or self.saved or status != 200:
+            return
+        response = recorder.feed(data, more)
+        if response is not None:
+            await self._save(response)
+
+    async def close(self) -> None:
+        """The exchange is over: an answer that never ended (the client left) is kept
+        with the items it finished, as ``cancelled``."""
+        if self.recorder is not None and not self.saved:
+            response = self.recorder.abandoned()
+            if response is not None:
+                await self._save(response)
+
+    async def _save(self, response: bytes) -> None:
+        self.saved = True
+        store = self.service.store
+        response_id = _any.decode(response).get("id") if store is not None else None
+        if store is None or not isinstance(response_id, str):
+            return
+        record = StoredResponse(
+            id=response_id,
+            owner=self.owner,
+            created_at=time.time(),
+            previous_id=self.previous_id,
+            input=self.items,
+            response=msgspec.Raw(response),
+        )
+        try:
+            await store.put(record)
+        except StoreUnavailable as exc:
+            logger.warning("response %s answered but not stored: %s", response_id, exc)
+
+
+async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[bytes, Turn | None]:
+    """A Responses request bound for a stateless upstream: its body with the stored
+    conversation expanded in place of ``previous_response_id``, and its ``Turn``."""
+    store = service.store
+    if store is None:
+        return body, None
+    try:
+        fields = _raw_body.decode(body)
+        previous = _field(fields, "previous_response_id", None)
+        keep = _field(fields, "store", True)
+        stream = _field(fields, "stream", False)
+        if previous is not None and not isinstance(previous, str):
+            raise ProxyError.invalid(
+                "previous_response_id must be a string", "previous_response_id"
+            )
+        if previous is None and keep is False:
+            return body, None
+        items = with_ids(_input_list(fields.get("input")))
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return body, None  # not JSON (or not UTF-8): the codec answers with its 400
+    owner = service.owners(scope)
+    if previous is not None:
+        try:
+            chain = await store.chain(previous, owner)
+        except StoreUnavailable as exc:
+            raise unavailable(exc) from None
+        if not chain:
+            raise not_found_previous(previous)
+        if chain[0].previous_id is not None:
+            raise not_found_previous(chain[0].previous_id)
+        del fields["previous_response_id"]
+        fields["input"] = msgspec.Raw(_enc.encode([*history(chain), *items]))
+    rewrite = previous is not None
+    if keep is True and "store" in fields:
+        del fields["store"]  # honoured here: not a field the translation drops
+        rewrite = True
+    if rewrite:
+        body = _enc.encode(fields)
+    return body, Turn(
+        service, owner, previous, items if keep is not False else None, stream is True
+    )
+
+
+# ------------------------------------------------------------ response side
+
+_TERMINAL = (
+    b"event: response.completed\n",
+    b"event: response.failed\n",
+    b"event: response.incomplete\n",
+)
+_CREATED = b"event: response.created\n"
+_ITEM_DONE = b"event: response.output_item.done\n"
+
+
+class Recorder:
+    """Sans-IO: fed the client-bound body, returns the response object to store once
+    the answer has ended. Stream encoders write whole events per chunk, so each
+    event of interest is found by its ``event:`` line and parsed alone; the other
+    events (every delta) cost a few byte searches."""
+
+    def __init__(self, stream: bool) -> None:
+        self.stream = stream
+        self.body = bytearray()
+        self.started: dict[str, Any] | None = None
+        self.done_items: list[Any] = []
+
+    def feed(self, data: bytes, more: bool) -> bytes | None:
+        if not self.stream:
+            self.body += data
+            return None if more else bytes(self.body)
+        if b"event: response." not in data:
+            return None
+        for marker in _TERMINAL:
+            at = data.find(marker)
+            if at >= 0:  # the snapshot's own bytes, exactly as the client gets them
+                raw = _decode(_lifecycle, _event_data(data, at))
+                return bytes(raw.response) if raw is not None and raw.response else None
+        at = data.find(_CREATED)
+        if at >= 0:
+            event = _decode(_any, _event_data(data, at))
+            if isinstance(event, dict) and isinstance(event.get("response"), dict):
+                self.started = event["response"]
+        at = data.find(_ITEM_DONE)
+        while at >= 0:
+            event = _decode(_any, _event_data(data, at))
+            if isinstance(event, dict) and "item" in event:
+                self.done_items.append(event["item"])
+            at = data.find(_ITEM_DONE, at + 1)
+        return None
+
+    def abandoned(self) -> bytes | None:
+        if not self.stream or self.started is None:
+            return None  # a JSON answer is stored whole or not at all
+        response = {**self.started, "status": "cancelled", "output": self.done_items}
+        return _enc.encode(response)
+
+
+class _Lifecycle(msgspec.Struct):
+    response: msgspec.Raw = msgspec.Raw(b"")  # (Raw cannot join a union with None)
+
+
+_lifecycle = msgspec.json.Decoder(_Lifecycle)
+_T = TypeVar("_T")
+
+
+def _event_data(data: bytes, at: int) -> bytes | None:
+    """The data of the SSE event whose ``event:`` line starts at ``at``."""
+    end = data.find(b"\n\n", at)
+    decoder = SSEDecoder()
+    events = decoder.decode(data[at : end + 2] if end >= 0 else data[at:]) or decoder.flush()
+    return events[0].data if events else None
+
+
+def _decode(decoder: msgspec.json.Decoder[_T], data: bytes | None) -> _T | None:
+    if data is None:
+        return None
+    try:
+        return decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
