@@ -31,7 +31,7 @@ import msgspec
 from .errors import ProxyError
 from .sse import SSEDecoder
 from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
-from .upstream import Scope, _client_credential
+from .upstream import Scope, client_credential
 
 logger = logging.getLogger("proxai_asgi")
 
@@ -77,7 +77,7 @@ class Owners:
     def __call__(self, scope: Scope) -> str:
         if self.owner is not None:
             return "app:" + self.owner(scope)
-        credential = _client_credential(scope.get("headers", [])) or b""
+        credential = client_credential(scope.get("headers", [])) or b""
         return "key:" + hmac.new(self.key, credential, hashlib.sha256).hexdigest()[:40]
 
 

@@ -73,7 +73,7 @@ def _connection_named(headers: RawHeaders) -> frozenset[bytes]:
     return frozenset(names)
 
 
-def _client_credential(headers: RawHeaders) -> bytes | None:
+def client_credential(headers: RawHeaders) -> bytes | None:
     for k, v in headers:
         if k == b"x-api-key" or k == b"api-key" or k == b"x-goog-api-key":
             return v
@@ -132,7 +132,7 @@ def upstream_headers(
         out.append((k, v))
 
     credential = (
-        upstream.api_key.encode() if upstream.api_key else _client_credential(client_headers)
+        upstream.api_key.encode() if upstream.api_key else client_credential(client_headers)
     )
     if passthrough and upstream.api_key is None:
         # Same protocol, no key of ours: the client's credential headers go as they are.
