@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("proxai_asgi")
 
+# Event types as module globals: compared per event, on every token.
+_DELTA, _START, _STOP = c.BlockDelta, c.BlockStart, c.BlockStop
+_MESSAGE_START, _FINISH, _ERROR = c.MessageStart, c.Finish, c.StreamError
+
 __all__ = [
     "StreamCollector",
     "StreamTranslator",
@@ -229,22 +233,25 @@ class StreamTranslator:
         unwrap = self._unwrap
         for ev in events:
             kind = type(ev)
-            if kind is c.BlockStart and cast(c.BlockStart, ev).kind == "tool_call":
+            if kind is _DELTA and unwrap is None:  # the hot path: nothing to note
+                out += encode(ev)
+                continue
+            if kind is _START and cast(c.BlockStart, ev).kind == "tool_call":
                 self._open_tools.add(cast(c.BlockStart, ev).index)
-            elif kind is c.BlockStop:
+            elif kind is _STOP:
                 self._open_tools.discard(cast(c.BlockStop, ev).index)
             if unwrap is None:
                 out += encode(ev)
             else:
                 for e in unwrap.feed(ev):
                     out += encode(e)
-            if kind is c.MessageStart:
+            if kind is _MESSAGE_START:
                 self.model = cast(c.MessageStart, ev).model
-            elif kind is c.Finish:
+            elif kind is _FINISH:
                 self.usage = cast(c.Finish, ev).usage
                 self.done = True
                 return True
-            elif kind is c.StreamError:
+            elif kind is _ERROR:
                 self.done = True
                 return True
         return False
