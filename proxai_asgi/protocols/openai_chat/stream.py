@@ -10,9 +10,12 @@ Decoder (upstream Chat SSE -> canonical events)::
 
 Chat has no block events: text, refusal and reasoning deltas are append-only fields and
 tool calls are keyed by ``tool_calls[].index``. The decoder opens a canonical block on the
-first non-empty fragment of each, closes text/refusal/reasoning when another kind of
-content takes over (so a resumed field opens a fresh block), and closes everything at
-``finish_reason``. Chat holds its terminal state until the usage-only chunk or ``[DONE]``.
+first non-empty fragment of each, closes text/refusal/reasoning when another of these
+takes over (so a resumed field opens a fresh block), and closes everything at
+``finish_reason``. A tool call does not close the text or refusal before it: content
+streamed after a call goes on in the same block, before the call, as the non-streamed
+message has it (MP-23; content that only starts after the calls cannot be put before
+them, a documented deviation). Chat holds its terminal state until the usage-only chunk or ``[DONE]``.
 
 Encoder (canonical events -> client Chat SSE)::
 
@@ -347,12 +350,11 @@ class ChatStreamDecoder:
                 raise _bad_gateway(
                     f"upstream Chat stream tool call {key} starts without an id and a name"
                 )
-            if self._text is not None:
-                self._close_text(out)
+            # Text and refusal stay open beside the call: a Chat message is its content,
+            # then its tool calls (MP-23), so content that comes after the call still
+            # belongs to the block before it, as in the non-streamed message.
             if self._reasoning is not None:
                 self._close_reasoning(out)
-            if self._refusal is not None:
-                self._close_refusal(out)
             self._representable = True
             index = self._new_index()
             self._tools[key] = (index, custom, tc.id)
