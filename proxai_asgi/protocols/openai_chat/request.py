@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import ids
+from ... import ids, policy
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import validate
@@ -603,12 +603,9 @@ def encode_request(
     if request.system:
         for s in request.system:
             enc._cache(s.cache_control)
-        system: str | list[w.TextPart]
-        if len(request.system) == 1:
-            system = request.system[0].text
-        else:
-            system = [w.TextPart(text=t.text) for t in request.system]
-        enc.messages.append(w.SystemMessage(content=system))
+        system = policy.joined_system(request.system)
+        if system is not None:
+            enc.messages.append(w.SystemMessage(content=system))
     for i, m in enumerate(request.messages):
         if m.role == "user":
             enc.user(m, i)
