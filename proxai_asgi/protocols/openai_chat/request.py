@@ -369,6 +369,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     if req.audio is not None:
         report.reject("audio", "audio output is only available from Chat Completions")
 
+    legacy = bool(req.functions) and not req.tools
     # ``safety_identifier`` replaces ``user``: it wins when both are sent.
     user = req.safety_identifier if req.safety_identifier is not None else req.user
     if req.user is not None and user != req.user:
@@ -380,7 +381,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         system=system,
         tools=_tools(req, report) if req.tools or req.functions else [],
         tool_choice=_tool_choice(req, report),
-        parallel_tool_calls=req.parallel_tool_calls,
+        # Legacy function calling answers one call: ask the upstream for one.
+        parallel_tool_calls=False
+        if legacy and req.parallel_tool_calls is None
+        else (req.parallel_tool_calls),
+        legacy_functions=legacy,
         max_tokens=req.max_completion_tokens
         if req.max_completion_tokens is not None
         else req.max_tokens,

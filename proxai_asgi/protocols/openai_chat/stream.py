@@ -401,10 +401,21 @@ _CHOICE_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
 # building two or three Structs per delta.
 _TEXT_TAIL = b"}" + _CHOICE_TAIL
 _TOOL_TAIL = b"}}]}" + _CHOICE_TAIL
+_FUNCTION_CALL_TAIL = b"}}" + _CHOICE_TAIL  # legacy ``delta.function_call``
 
 
 class _Block:
-    __slots__ = ("citations", "custom", "end", "kind", "pre", "seen", "start", "tool_index")
+    __slots__ = (
+        "citations",
+        "custom",
+        "end",
+        "kind",
+        "pre",
+        "seen",
+        "start",
+        "tail",
+        "tool_index",
+    )
 
     def __init__(self, kind: int, start: int = 0) -> None:
         self.kind = kind
@@ -415,6 +426,7 @@ class _Block:
         self.seen = False  # reasoning, tool calls: a fragment was written
         self.citations: list[c.Citation] | None = None
         self.pre = b""  # tool calls: the chunk up to the argument fragment (see _TOOL_TAIL)
+        self.tail = _TOOL_TAIL
 
 
 class ChatStreamEncoder:
@@ -426,6 +438,7 @@ class ChatStreamEncoder:
         "_content_len",
         "_head",
         "_include_usage",
+        "_legacy",
         "_model",
         "_pre",
         "_pre_content",
@@ -442,6 +455,7 @@ class ChatStreamEncoder:
     def __init__(self, request: c.Request) -> None:
         self._state = _NEW
         self._include_usage = request.include_usage
+        self._legacy = request.legacy_functions
         self._model = request.model
         self._response_id = ""
         self._head = b""
@@ -517,7 +531,7 @@ class ChatStreamEncoder:
                 # A call without arguments (Anthropic ``input: {}``): OpenAI always
                 # sends a JSON object, and clients parse it.
                 b.seen = True
-                return prefix + b.pre + b'"{}"' + _TOOL_TAIL
+                return prefix + b.pre + b'"{}"' + b.tail
             return prefix
         if isinstance(event, c.Citations):
             b = self._blocks.get(event.index)
@@ -546,6 +560,8 @@ class ChatStreamEncoder:
         if ev.kind != "tool_call":
             self._blocks[ev.index] = _Block(_IGNORED)  # redacted reasoning
             return b""
+        if self._legacy:
+            return self._function_call_start(ev)
         b = _Block(_TOOL)
         b.tool_index = self._tools
         b.custom = ev.tool_kind == "custom"
@@ -575,6 +591,19 @@ class ChatStreamEncoder:
             )
         return self._chunk(w.DeltaOut(tool_calls=[call]))
 
+    def _function_call_start(self, ev: c.BlockStart) -> bytes:
+        """A legacy ``functions`` client reads one ``delta.function_call`` per answer
+        (the upstream was asked for one call): the first; any other is not its shape."""
+        if self._tools:
+            self._blocks[ev.index] = _Block(_IGNORED)
+            return b""
+        self._tools = 1
+        b = self._blocks[ev.index] = _Block(_TOOL)
+        b.pre = self._pre + b'{"function_call":{"arguments":'
+        b.tail = _FUNCTION_CALL_TAIL
+        start = w.FunctionDeltaOut(name=ev.name or "", arguments="")
+        return self._chunk(w.DeltaOut(function_call=start))
+
     def _delta(self, ev: c.BlockDelta) -> bytes:
         text = ev.text
         if not text:
@@ -589,7 +618,7 @@ class ChatStreamEncoder:
             return self._pre_content + _ENC.encode(text) + _TEXT_TAIL
         if kind == _TOOL:
             b.seen = True
-            return b.pre + _ENC.encode(text) + _TOOL_TAIL
+            return b.pre + _ENC.encode(text) + b.tail
         if kind == _REASONING:
             if not b.seen:  # first fragment of this reasoning block
                 b.seen = True
@@ -642,7 +671,7 @@ class ChatStreamEncoder:
                     annotations.extend(annotations_for(b.citations or (), b.start, end))
             if annotations:
                 out += self._chunk(w.DeltaOut(annotations=annotations))
-        finish = finish_reason_for(ev.stop_reason, self._tools > 0)
+        finish = finish_reason_for(ev.stop_reason, self._tools > 0, self._legacy)
         out += self._pre + b'{},"logprobs":null,"finish_reason":' + _ENC.encode(finish) + b"}]}\n\n"
         if self._include_usage:
             out += (
