@@ -493,6 +493,12 @@ def test_status_mapping_anthropic_stop_reason_to_responses_status(
     assert response["status"] == status
     if terminal is not None:
         assert terminal == f"response.{status}"
+    # A failed refusal says why (issue 17): the refusal's words, a code clients show and
+    # do not retry; every other stop has no error.
+    if status == "failed":
+        assert response["error"]["code"] == "invalid_prompt" and response["error"]["message"]
+    else:
+        assert response["error"] is None
     if status == "incomplete":
         assert response["incomplete_details"] == {"reason": "max_output_tokens"}
     else:

@@ -15,7 +15,8 @@ takes over (so a resumed field opens a fresh block), and closes everything at
 ``finish_reason``. A tool call does not close the text or refusal before it: content
 streamed after a call goes on in the same block, before the call, as the non-streamed
 message has it (MP-23; content that only starts after the calls cannot be put before
-them, a documented deviation). Chat holds its terminal state until the usage-only chunk or ``[DONE]``.
+them, a documented deviation). Chat holds its terminal state until the usage-only chunk
+or ``[DONE]``.
 
 Encoder (canonical events -> client Chat SSE)::
 
