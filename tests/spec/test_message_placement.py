@@ -812,6 +812,25 @@ def test_chat_response_content_and_function_calls_become_anthropic_text_and_tool
     rejected(translate_json, CHAT, ANTHROPIC, chat_completion(bad, "tool_calls"), status=502)
 
 
+def test_chat_answer_cut_by_length_keeps_its_text_and_a_best_effort_tool_use() -> None:
+    """MP-25 at the token limit (issue 17, defect 2): arguments that ``length`` cut are
+    not "unparseable" arguments of a whole answer; the answer is the same ``max_tokens``
+    stop the stream gives, its text kept, the cut call an empty best-effort tool_use."""
+    cut = lookup_call(arguments='{"query": "prox')
+    msg = {"role": "assistant", "content": "I will look that up.", "tool_calls": [cut]}
+    out = translate_json(CHAT, ANTHROPIC, chat_completion(msg, "length"))
+    assert out["stop_reason"] == "max_tokens"
+    assert out["content"] == [
+        {"type": "text", "text": "I will look that up."},
+        {"type": "tool_use", "id": "call_1", "name": "lookup", "input": {}},
+    ]
+    whole = lookup_call()  # whole arguments at the limit are still parsed
+    msg = {"role": "assistant", "content": None, "tool_calls": [whole]}
+    out = translate_json(CHAT, ANTHROPIC, chat_completion(msg, "length"))
+    assert out["content"][0]["input"] == {"query": "proxai"}
+    assert out["stop_reason"] == "max_tokens"
+
+
 def test_chat_refusal_becomes_anthropic_text_block_with_refusal_stop_and_explanation() -> None:
     """MP-26: "when message.refusal is present, keep the visible refusal wording as a text
     block and also set stop_reason: "refusal" with stop_details.explanation; Chat has no
@@ -881,14 +900,31 @@ def test_chat_empty_answer_cut_by_length_or_a_filter_is_a_stop_not_rejected(
 # ================================================== Chat -> Anthropic streaming
 
 
-def test_chat_to_anthropic_message_start_waits_for_the_first_assistant_choice_chunk() -> None:
+@pytest.mark.parametrize(
+    "preamble",
+    [
+        [chat_chunk(choices=[], prompt_filter_results=[])],  # Azure's prompt filter
+        [{"id": "", "object": "", "created": 0, "model": "", "choices": [], "x": 1}],
+        [": keep-alive"],  # an SSE comment
+        [chat_chunk(choices=[], prompt_filter_results=[]), ": keep-alive"],
+    ],
+    ids=["azure-prompt-filter", "azure-annotation", "comment", "both"],
+)
+def test_chat_message_start_waits_for_the_first_assistant_choice_chunk(
+    preamble: list[dict[str, Any] | str],
+) -> None:
     """MP-28: "wait for the first assistant choice chunk before emitting Anthropic
-    message_start" """
+    message_start" — whatever comes first (Azure's preambles, comments), and the message
+    is that chunk's, not the preamble's."""
     pipe = Pipe(CHAT, ANTHROPIC)
-    preamble = chat_chunk(choices=[], prompt_filter_results=[])
-    assert pipe.feed(chat_sse(preamble)) == b""
-    first = pipe.feed(chat_sse(chat_chunk({"role": "assistant", "content": ""})))
+    frames = b"".join(f"{p}\n\n".encode() if isinstance(p, str) else chat_sse(p) for p in preamble)
+    assert pipe.feed(frames) == b""
+    first = pipe.feed(
+        chat_sse(chat_chunk({"role": "assistant", "content": ""}, id="chatcmpl-first"))
+    )
     assert event_types(first) == ["message_start"]
+    (start,) = typed_events(first)
+    assert "first" in start["message"]["id"]
 
 
 @pytest.mark.parametrize("field", ["content", "refusal"])
@@ -1105,6 +1141,31 @@ def test_chat_stream_logprobs_are_rejected_toward_anthropic() -> None:
     pipe = Pipe(CHAT, ANTHROPIC)
     err = rejected(pipe.feed, chat_sse(chunk), status=502)
     assert "logprobs" in err.message
+
+
+GEMINI_LOGPROBS = {
+    "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "generationConfig": {"responseLogprobs": True, "logprobs": 2},
+}
+
+
+@pytest.mark.parametrize(
+    ("client", "body", "field"),
+    [
+        (RESPONSES, {"model": "m", "input": "hi", "top_logprobs": 2}, "top_logprobs"),
+        ("gemini_generate_content", GEMINI_LOGPROBS, "logprobs"),
+    ],
+    ids=["responses", "gemini"],
+)
+def test_the_proxy_never_asks_a_chat_upstream_for_logprobs_it_rejects(
+    client: ProtocolName, body: dict[str, Any], field: str
+) -> None:
+    """MP-38's other side (issue 17, defect 3): since the stream decoder rejects logprobs,
+    a request for them is a 400 up front, and in lossy mode they are not sent at all."""
+    err = rejected(translate_request, client, CHAT, body, status=400)
+    assert err.param == field
+    sent = translate_request(client, CHAT, body, True)
+    assert "logprobs" not in sent and "top_logprobs" not in sent
 
 
 @pytest.mark.parametrize("role", ["user", "tool", "system"])
