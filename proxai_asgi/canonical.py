@@ -198,6 +198,9 @@ class Request(msgspec.Struct, kw_only=True):
     stop: list[str] = msgspec.field(default_factory=list)
     stream: bool = False
     include_usage: bool = False  # Chat client asked for a usage chunk
+    # A Chat client declared legacy ``functions`` (no ``tools``): it reads
+    # ``message.function_call`` / ``delta.function_call``, one call per answer.
+    legacy_functions: bool = False
     response_format: ResponseFormat | None = None
     reasoning: ReasoningConfig | None = None
     user: str | None = None  # end-user id (Chat ``user`` / Anthropic metadata.user_id)

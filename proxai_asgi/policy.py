@@ -6,7 +6,9 @@ re-implements a mapping table.
 
 from __future__ import annotations
 
-from .canonical import StopReason
+from collections.abc import Sequence
+
+from .canonical import StopReason, Text
 
 # ---- OpenAI Chat finish_reason
 
@@ -104,3 +106,13 @@ def stop_from_responses(
     if status == "failed":
         return "refusal"
     return None  # cancelled / queued / in_progress have no stop reason
+
+
+# ---- system prompts toward OpenAI upstreams
+
+
+def joined_system(parts: Sequence[Text]) -> str | None:
+    """Several system / developer parts as the one string OpenAI upstreams take (Chat
+    ``system`` content, Responses ``instructions``): many Chat-compatible servers reject
+    a content array there. Parts are kept apart by a blank line; None when all empty."""
+    return "\n\n".join([t.text for t in parts if t.text]) or None

@@ -754,6 +754,42 @@ def test_chat_tool_calls_become_sibling_responses_items_after_the_message_item()
     )
 
 
+def streamed_to_responses(*content_around_call: str) -> list[str]:
+    """Item types of a Chat stream: content ``before``, a tool call, content ``after``."""
+    before, after = content_around_call
+    raw = chat_sse(
+        chat_chunk({"role": "assistant", "content": before or None}),
+        chat_tool_start(0, "call_1", "lookup"),
+        chat_tool_args(0, "{}"),
+        chat_chunk({"content": after}),
+        chat_chunk({}, "tool_calls"),
+        chat_usage_chunk(),
+        "[DONE]",
+    )
+    s = validate_responses(translate_stream(CHAT, RESPONSES, raw))
+    assert s.response is not None
+    return [i["type"] for i in s.response["output"]]
+
+
+def test_chat_content_streamed_after_a_tool_call_stays_in_the_message_item_before_it() -> None:
+    """MP-23 streamed: content after a tool call continues the message item opened before
+    it, so the order is the non-streamed one (issue 17)."""
+    assert streamed_to_responses("Let me check.", " Done.") == ["message", "function_call"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="deliberate: content that a Chat stream starts only after its tool calls becomes "
+    "a message item after them, because the function_call items were already announced "
+    "(output_item.added) when the content came; putting the message first would mean "
+    "holding every tool call until finish_reason, which delays tool calls for every client "
+    "and hides a stall inside tool-call arguments (tool_stall_timeout)",
+)
+def test_mp23_content_that_starts_after_the_tool_calls_comes_before_them_streamed() -> None:
+    """MP-23 read strictly for a stream whose only content follows its tool calls."""
+    assert streamed_to_responses("", "Done.") == ["message", "function_call"]
+
+
 def test_chat_tool_calls_only_response_gives_only_responses_tool_call_items() -> None:
     """MP-24: "If a Chat response has only tool calls, the translated Responses output
     contains only those tool-call items." """
@@ -776,6 +812,25 @@ def test_chat_response_content_and_function_calls_become_anthropic_text_and_tool
     ]
     bad = {"role": "assistant", "content": None, "tool_calls": [lookup_call(arguments="{oops")]}
     rejected(translate_json, CHAT, ANTHROPIC, chat_completion(bad, "tool_calls"), status=502)
+
+
+def test_chat_answer_cut_by_length_keeps_its_text_and_a_best_effort_tool_use() -> None:
+    """MP-25 at the token limit (issue 17, defect 2): arguments that ``length`` cut are
+    not "unparseable" arguments of a whole answer; the answer is the same ``max_tokens``
+    stop the stream gives, its text kept, the cut call an empty best-effort tool_use."""
+    cut = lookup_call(arguments='{"query": "prox')
+    msg = {"role": "assistant", "content": "I will look that up.", "tool_calls": [cut]}
+    out = translate_json(CHAT, ANTHROPIC, chat_completion(msg, "length"))
+    assert out["stop_reason"] == "max_tokens"
+    assert out["content"] == [
+        {"type": "text", "text": "I will look that up."},
+        {"type": "tool_use", "id": "call_1", "name": "lookup", "input": {}},
+    ]
+    whole = lookup_call()  # whole arguments at the limit are still parsed
+    msg = {"role": "assistant", "content": None, "tool_calls": [whole]}
+    out = translate_json(CHAT, ANTHROPIC, chat_completion(msg, "length"))
+    assert out["content"][0]["input"] == {"query": "proxai"}
+    assert out["stop_reason"] == "max_tokens"
 
 
 def test_chat_refusal_becomes_anthropic_text_block_with_refusal_stop_and_explanation() -> None:
@@ -847,14 +902,31 @@ def test_chat_empty_answer_cut_by_length_or_a_filter_is_a_stop_not_rejected(
 # ================================================== Chat -> Anthropic streaming
 
 
-def test_chat_to_anthropic_message_start_waits_for_the_first_assistant_choice_chunk() -> None:
+@pytest.mark.parametrize(
+    "preamble",
+    [
+        [chat_chunk(choices=[], prompt_filter_results=[])],  # Azure's prompt filter
+        [{"id": "", "object": "", "created": 0, "model": "", "choices": [], "x": 1}],
+        [": keep-alive"],  # an SSE comment
+        [chat_chunk(choices=[], prompt_filter_results=[]), ": keep-alive"],
+    ],
+    ids=["azure-prompt-filter", "azure-annotation", "comment", "both"],
+)
+def test_chat_message_start_waits_for_the_first_assistant_choice_chunk(
+    preamble: list[dict[str, Any] | str],
+) -> None:
     """MP-28: "wait for the first assistant choice chunk before emitting Anthropic
-    message_start" """
+    message_start" — whatever comes first (Azure's preambles, comments), and the message
+    is that chunk's, not the preamble's."""
     pipe = Pipe(CHAT, ANTHROPIC)
-    preamble = chat_chunk(choices=[], prompt_filter_results=[])
-    assert pipe.feed(chat_sse(preamble)) == b""
-    first = pipe.feed(chat_sse(chat_chunk({"role": "assistant", "content": ""})))
+    frames = b"".join(f"{p}\n\n".encode() if isinstance(p, str) else chat_sse(p) for p in preamble)
+    assert pipe.feed(frames) == b""
+    first = pipe.feed(
+        chat_sse(chat_chunk({"role": "assistant", "content": ""}, id="chatcmpl-first"))
+    )
     assert event_types(first) == ["message_start"]
+    (start,) = typed_events(first)
+    assert "first" in start["message"]["id"]
 
 
 @pytest.mark.parametrize("field", ["content", "refusal"])
@@ -922,8 +994,12 @@ def test_chat_finish_reason_closes_open_anthropic_blocks_and_holds_the_terminal_
         )
     )
     at_finish = pipe.feed(chat_sse(chat_chunk({}, "tool_calls")))
-    assert event_types(at_finish) == ["content_block_stop"]
-    started = [e["index"] for e in typed_events(head) if e["type"] == "content_block_start"]
+    # The text stays open beside the call (MP-23), so the call follows it at the finish.
+    assert event_types(at_finish)[0] == "content_block_stop"
+    assert "message_delta" not in event_types(at_finish)
+    started = [
+        e["index"] for e in typed_events(head + at_finish) if e["type"] == "content_block_start"
+    ]
     stopped = [
         e["index"] for e in typed_events(head + at_finish) if e["type"] == "content_block_stop"
     ]
@@ -1078,6 +1154,31 @@ def test_chat_stream_logprobs_are_rejected_toward_anthropic() -> None:
     pipe = Pipe(CHAT, ANTHROPIC)
     err = rejected(pipe.feed, chat_sse(chunk), status=502)
     assert "logprobs" in err.message
+
+
+GEMINI_LOGPROBS = {
+    "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "generationConfig": {"responseLogprobs": True, "logprobs": 2},
+}
+
+
+@pytest.mark.parametrize(
+    ("client", "body", "field"),
+    [
+        (RESPONSES, {"model": "m", "input": "hi", "top_logprobs": 2}, "top_logprobs"),
+        ("gemini_generate_content", GEMINI_LOGPROBS, "logprobs"),
+    ],
+    ids=["responses", "gemini"],
+)
+def test_the_proxy_never_asks_a_chat_upstream_for_logprobs_it_rejects(
+    client: ProtocolName, body: dict[str, Any], field: str
+) -> None:
+    """MP-38's other side (issue 17, defect 3): since the stream decoder rejects logprobs,
+    a request for them is a 400 up front, and in lossy mode they are not sent at all."""
+    err = rejected(translate_request, client, CHAT, body, status=400)
+    assert err.param == field
+    sent = translate_request(client, CHAT, body, True)
+    assert "logprobs" not in sent and "top_logprobs" not in sent
 
 
 @pytest.mark.parametrize("role", ["user", "tool", "system"])

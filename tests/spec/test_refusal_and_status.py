@@ -157,7 +157,17 @@ def test_responses_text_and_refusal_parts_stay_separate_chat_content_and_refusal
     [
         (CHAT, ["output_text", "refusal"]),
         (RESPONSES, ["output_text", "refusal"]),
-        (RESPONSES, ["refusal", "output_text"]),
+        pytest.param(
+            RESPONSES,
+            ["refusal", "output_text"],
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known defect, found by this stronger test (issue 17) and not fixed: "
+                "a text part after a refusal part opens a second message item, because the "
+                "encoders join only a refusal that follows a text (the canonical model has no "
+                "item grouping); kind and order are kept, the one message is split in two",
+            ),
+        ),
     ],
     ids=["chat", "responses-text-first", "responses-refusal-first"],
 )
@@ -187,11 +197,11 @@ def test_text_and_refusal_parts_keep_their_kind_and_order_when_the_target_has_ty
     else:
         raw = responses_message_stream(parts)
         out = validate_responses(translate_stream(RESPONSES, RESPONSES, raw)).response or {}
-    got = [
-        (p["type"], p.get("text", p.get("refusal")))
-        for item in out["output"]
-        for p in item["content"]
-    ]
+    # One message item holding both parts: flattening across items would hide a message
+    # split in two (the distinction kept, but no longer one answer).
+    (item,) = out["output"]
+    assert item["type"] == "message"
+    got = [(p["type"], p.get("text", p.get("refusal"))) for p in item["content"]]
     want = [(k, TEXT if k == "output_text" else REFUSAL) for k in order]
     assert got == want
 
@@ -360,14 +370,26 @@ def test_anthropic_refusal_without_text_uses_the_explanation_as_chat_message_ref
 def test_anthropic_stop_details_category_is_not_mapped_to_chat(mode: str, text: str | None) -> None:
     """RS-10: "do not map stop_details.category because Chat Completions has no equivalent
     field" """
+    # Checked on the whole shape (a grep for "category" could never fail: no Chat field
+    # has that name): nothing of stop_details but the wording or explanation the spec
+    # places reaches the client, in no field and no text.
     if mode == "json":
         body = anthropic_refusal_json(*([text] if text else []))
-        out = json.dumps(translate_json(ANTHROPIC, CHAT, body)).encode()
-    else:
-        out = translate_stream(ANTHROPIC, CHAT, anthropic_refusal_stream(text))
-        validate_chat(out)
-    assert b"safety" not in out
-    assert b"category" not in out
+        out = translate_json(ANTHROPIC, CHAT, body)
+        assert chat_message(out) == {
+            "role": "assistant",
+            "content": None,
+            "refusal": text or EXPLANATION,
+        }
+        assert set(out["choices"][0]) <= {"index", "message", "logprobs", "finish_reason"}
+        return
+    raw = translate_stream(ANTHROPIC, CHAT, anthropic_refusal_stream(text))
+    validate_chat(raw)
+    chunks = [ch for ch in chat_chunks(raw) if isinstance(ch, dict)]
+    deltas = [choice["delta"] for ch in chunks for choice in ch["choices"]]
+    assert set().union(*deltas) <= {"role", "content", "refusal"}
+    assert "".join(d.get("content") or "" for d in deltas) == (text or "")
+    assert "".join(d.get("refusal") or "" for d in deltas) == ("" if text else EXPLANATION)
 
 
 @pytest.mark.parametrize("mode", ["json", "stream"])
@@ -493,6 +515,12 @@ def test_status_mapping_anthropic_stop_reason_to_responses_status(
     assert response["status"] == status
     if terminal is not None:
         assert terminal == f"response.{status}"
+    # A failed refusal says why (issue 17): the refusal's words, a code clients show and
+    # do not retry; every other stop has no error.
+    if status == "failed":
+        assert response["error"]["code"] == "invalid_prompt" and response["error"]["message"]
+    else:
+        assert response["error"] is None
     if status == "incomplete":
         assert response["incomplete_details"] == {"reason": "max_output_tokens"}
     else:

@@ -787,14 +787,22 @@ THINK_OPEN = [START, a_thinking_start(0), a_thinking(0, "Hm")]
 TOOL_OPEN = [START, a_tool_start(0, "toolu_a", "get_weather"), a_json(0, "{}")]
 ALL_STOPPED = [*TEXT_OPEN, a_block_stop(0)]
 
-# (prefix fed first, the row's Anthropic event, the Responses events it must emit in order
-# — [] meaning "nothing")
+
+def wire_only(*events: str) -> list[str]:
+    """Events the Responses grammar requires beyond the spec's table (``in_progress``
+    after ``created``; a part's ``content_part.added`` before its first delta and
+    ``content_part.done`` after its last): the row lists them, so no other event passes."""
+    return list(events)
+
+
+# (prefix fed first, the row's Anthropic event, EXACTLY the Responses events it must emit,
+# in order — [] meaning "nothing")
 MAPPING = {
-    "message_start": ([], START, ["response.created"]),
+    "message_start": ([], START, ["response.created", *wire_only("response.in_progress")]),
     "content_block_start-text": (
         [START],
         a_text_start(0),
-        ["response.output_item.added:message"],
+        ["response.output_item.added:message", *wire_only("response.content_part.added")],
     ),
     "content_block_start-thinking": ([START], a_thinking_start(0), []),
     "content_block_start-tool_use": (
@@ -810,7 +818,7 @@ MAPPING = {
     "content_block_delta-thinking_delta": (
         [START, a_thinking_start(0)],
         a_thinking(0, "Hm"),
-        ["response.reasoning_text.delta"],
+        [*wire_only("response.content_part.added"), "response.reasoning_text.delta"],
     ),
     "content_block_delta-input_json_delta": (
         [START, a_tool_start(0, "toolu_a", "get_weather")],
@@ -820,12 +828,20 @@ MAPPING = {
     "content_block_stop-text": (
         TEXT_OPEN,
         a_block_stop(0),
-        ["response.output_text.done", "response.output_item.done:message"],
+        [
+            "response.output_text.done",
+            *wire_only("response.content_part.done"),
+            "response.output_item.done:message",
+        ],
     ),
     "content_block_stop-thinking": (
         THINK_OPEN,
         a_block_stop(0),
-        ["response.reasoning_text.done", "response.output_item.done:reasoning"],
+        [
+            "response.reasoning_text.done",
+            *wire_only("response.content_part.done"),
+            "response.output_item.done:reasoning",
+        ],
     ),
     "content_block_stop-tool_use": (
         TOOL_OPEN,
@@ -857,11 +873,6 @@ def _matches(want: str, got: str) -> bool:
     return got == want or (":" not in want and got.split(":")[0] == want)
 
 
-def _is_subsequence(want: list[str], got: list[str]) -> bool:
-    rest = iter(got)
-    return all(any(_matches(w, g) for g in rest) for w in want)
-
-
 @pytest.mark.parametrize(
     "row",
     [
@@ -881,10 +892,8 @@ def test_anthropic_to_responses_event_mapping_table(row: str) -> None:
     pipe = Pipe(ANTHROPIC, RESPONSES)
     pipe.feed(anthropic_sse(*prefix))
     got = [_label(e) for e in typed_events(pipe.feed(anthropic_sse(event)))]
-    if not want:
-        assert got == []
-    else:
-        assert _is_subsequence(want, got), (want, got)
+    # Exactly these events (a subsequence match let extra events pass).
+    assert len(got) == len(want) and all(map(_matches, want, got)), (want, got)
 
 
 # ===================================================== per-block accumulation
@@ -939,6 +948,74 @@ def test_responses_terminal_snapshot_output_is_every_item_as_done(upstream: Prot
     }
     assert s.response["output"] == [done[i] for i in sorted(done)]
     assert len(s.response["output"]) == 3
+
+
+CUT_ARGS = '{"cmd": "rm -rf ./bu'
+EDGE_CALLS = {"argless": ("", "end_turn", "tool_calls"), "cut": (CUT_ARGS, "max_tokens", "length")}
+
+
+def edge_call(upstream: ProtocolName, case: str, mode: str) -> bytes | dict[str, Any]:
+    """One tool call with no arguments, or cut by the token limit inside them."""
+    args, stop, finish = EDGE_CALLS[case]
+    if upstream == ANTHROPIC:
+        if mode == "json":
+            # A cut tool_use has no JSON input to give whole: its streamed form only.
+            return anthropic_message(
+                [{"type": "tool_use", "id": "toolu_a", "name": "run", "input": {}}], stop
+            )
+        fragments = [a_json(0, args)] if args else []
+        return anthropic_sse(
+            a_message_start(),
+            a_tool_start(0, "toolu_a", "run"),
+            *fragments,
+            a_block_stop(0),
+            a_message_delta(stop),
+            a_message_stop(),
+        )
+    call = {"id": "call_a", "type": "function", "function": {"name": "run", "arguments": args}}
+    if mode == "json":
+        return chat_completion({"role": "assistant", "content": None, "tool_calls": [call]}, finish)
+    return chat_sse(
+        chat_chunk({"role": "assistant", "content": None}),
+        chat_tool_start(0, "call_a", "run"),
+        *([chat_tool_args(0, args)] if args else []),
+        chat_chunk({}, finish),
+        chat_usage_chunk(),
+        "[DONE]",
+    )
+
+
+@pytest.mark.parametrize("case", list(EDGE_CALLS))
+@pytest.mark.parametrize("upstream", [ANTHROPIC, CHAT])
+def test_responses_items_of_argumentless_and_cut_calls(upstream: ProtocolName, case: str) -> None:
+    """SI-19, SI-20, SI-21 (and RS-17's agreement) for the calls the spec example lacks:
+    one with no arguments (``"{}"``, what OpenAI sends and clients parse) and one cut by
+    the token limit inside its arguments (the accumulated text, in an ``incomplete``
+    answer): one added/done pair, the done item complete, the snapshot that item, and
+    the non-streamed answer the same where the upstream can say it whole (issue 17)."""
+    raw = edge_call(upstream, case, "stream")
+    assert isinstance(raw, bytes)
+    out = translate_stream(upstream, RESPONSES, raw)
+    s = validate_responses(out)
+    assert s.response is not None
+    events = typed_events(out)
+    added = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert len(added) == len(done) == 1 and added[0]["id"] == done[0]["id"]  # SI-19
+    want = "{}" if case == "argless" else CUT_ARGS
+    assert (done[0]["type"], done[0]["name"], done[0]["arguments"]) == (
+        "function_call",
+        "run",
+        want,
+    )
+    assert s.response["output"] == done  # SI-21
+    assert s.response["status"] == ("completed" if case == "argless" else "incomplete")
+    if upstream == ANTHROPIC and case == "cut":
+        return  # no whole-answer form (see edge_call)
+    body = edge_call(upstream, case, "json")
+    assert isinstance(body, dict)
+    whole = translate_json(upstream, RESPONSES, body)
+    assert (whole["status"], whole["output"]) == (s.response["status"], s.response["output"])
 
 
 def test_anthropic_text_citations_become_responses_annotations() -> None:

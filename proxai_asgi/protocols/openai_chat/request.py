@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import ids
+from ... import ids, policy
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import validate
@@ -369,6 +369,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     if req.audio is not None:
         report.reject("audio", "audio output is only available from Chat Completions")
 
+    legacy = bool(req.functions) and not req.tools
     # ``safety_identifier`` replaces ``user``: it wins when both are sent.
     user = req.safety_identifier if req.safety_identifier is not None else req.user
     if req.user is not None and user != req.user:
@@ -380,7 +381,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         system=system,
         tools=_tools(req, report) if req.tools or req.functions else [],
         tool_choice=_tool_choice(req, report),
-        parallel_tool_calls=req.parallel_tool_calls,
+        # Legacy function calling answers one call: ask the upstream for one.
+        parallel_tool_calls=False
+        if legacy and req.parallel_tool_calls is None
+        else (req.parallel_tool_calls),
+        legacy_functions=legacy,
         max_tokens=req.max_completion_tokens
         if req.max_completion_tokens is not None
         else req.max_tokens,
@@ -603,12 +608,9 @@ def encode_request(
     if request.system:
         for s in request.system:
             enc._cache(s.cache_control)
-        system: str | list[w.TextPart]
-        if len(request.system) == 1:
-            system = request.system[0].text
-        else:
-            system = [w.TextPart(text=t.text) for t in request.system]
-        enc.messages.append(w.SystemMessage(content=system))
+        system = policy.joined_system(request.system)
+        if system is not None:
+            enc.messages.append(w.SystemMessage(content=system))
     for i, m in enumerate(request.messages):
         if m.role == "user":
             enc.user(m, i)

@@ -64,12 +64,15 @@ def stop_from_finish(finish_reason: str | None, saw_refusal: bool) -> c.StopReas
     return stop
 
 
-def finish_reason_for(stop: c.StopReason | None, has_tool_calls: bool) -> str:
+def finish_reason_for(stop: c.StopReason | None, has_tool_calls: bool, legacy: bool) -> str:
     """The client finish_reason: policy, except that an ordinary end with tool calls
-    says ``tool_calls`` (what Chat clients loop on)."""
+    says ``tool_calls`` (what Chat clients loop on), ``function_call`` to a client of
+    the legacy ``functions``."""
     if has_tool_calls and stop in (None, "end_turn"):
-        return "tool_calls"
-    return policy.chat_finish(stop)
+        finish = "tool_calls"
+    else:
+        finish = policy.chat_finish(stop)
+    return "function_call" if legacy and finish == "tool_calls" else finish
 
 
 # finish_reasons whose empty answer is still a representable stop: truncated before any
@@ -285,7 +288,12 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     if content is not None and content == refusal:
         content = None  # never the same text in both fields
     message = w.MessageOut(content=content, refusal=refusal)
-    if calls:
+    if calls and request.legacy_functions:
+        # One call per legacy answer (the upstream was asked for one): the first.
+        first = calls[0]
+        if isinstance(first, w.FunctionToolCallOut):
+            message.function_call = first.function
+    elif calls:
         message.tool_calls = calls
     if annotations and content is not None:
         message.annotations = annotations
@@ -298,7 +306,9 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
         choices=[
             w.ChoiceOut(
                 message=message,
-                finish_reason=finish_reason_for(response.stop_reason, bool(calls)),
+                finish_reason=finish_reason_for(
+                    response.stop_reason, bool(calls), request.legacy_functions
+                ),
             )
         ],
         usage=usage_to_wire(response.usage),

@@ -10,9 +10,13 @@ Decoder (upstream Chat SSE -> canonical events)::
 
 Chat has no block events: text, refusal and reasoning deltas are append-only fields and
 tool calls are keyed by ``tool_calls[].index``. The decoder opens a canonical block on the
-first non-empty fragment of each, closes text/refusal/reasoning when another kind of
-content takes over (so a resumed field opens a fresh block), and closes everything at
-``finish_reason``. Chat holds its terminal state until the usage-only chunk or ``[DONE]``.
+first non-empty fragment of each, closes text/refusal/reasoning when another of these
+takes over (so a resumed field opens a fresh block), and closes everything at
+``finish_reason``. A tool call does not close the text or refusal before it: content
+streamed after a call goes on in the same block, before the call, as the non-streamed
+message has it (MP-23; content that only starts after the calls cannot be put before
+them, a documented deviation). Chat holds its terminal state until the usage-only chunk
+or ``[DONE]``.
 
 Encoder (canonical events -> client Chat SSE)::
 
@@ -351,12 +355,11 @@ class ChatStreamDecoder:
                 raise ProxyError.bad_gateway(
                     f"upstream Chat stream tool call {key} starts without an id and a name"
                 )
-            if self._text is not None:
-                self._close_text(out)
+            # Text and refusal stay open beside the call: a Chat message is its content,
+            # then its tool calls (MP-23), so content that comes after the call still
+            # belongs to the block before it, as in the non-streamed message.
             if self._reasoning is not None:
                 self._close_reasoning(out)
-            if self._refusal is not None:
-                self._close_refusal(out)
             self._representable = True
             index = self._new_index()
             self._tools[key] = (index, custom, tc.id)
@@ -405,10 +408,21 @@ _CHOICE_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
 # building two or three Structs per delta.
 _TEXT_TAIL = b"}" + _CHOICE_TAIL
 _TOOL_TAIL = b"}}]}" + _CHOICE_TAIL
+_FUNCTION_CALL_TAIL = b"}}" + _CHOICE_TAIL  # legacy ``delta.function_call``
 
 
 class _Block:
-    __slots__ = ("citations", "custom", "end", "kind", "pre", "seen", "start", "tool_index")
+    __slots__ = (
+        "citations",
+        "custom",
+        "end",
+        "kind",
+        "pre",
+        "seen",
+        "start",
+        "tail",
+        "tool_index",
+    )
 
     def __init__(self, kind: int, start: int = 0) -> None:
         self.kind = kind
@@ -419,6 +433,7 @@ class _Block:
         self.seen = False  # reasoning, tool calls: a fragment was written
         self.citations: list[c.Citation] | None = None
         self.pre = b""  # tool calls: the chunk up to the argument fragment (see _TOOL_TAIL)
+        self.tail = _TOOL_TAIL
 
 
 class ChatStreamEncoder:
@@ -430,6 +445,7 @@ class ChatStreamEncoder:
         "_content_len",
         "_head",
         "_include_usage",
+        "_legacy",
         "_model",
         "_pre",
         "_pre_content",
@@ -446,6 +462,7 @@ class ChatStreamEncoder:
     def __init__(self, request: c.Request) -> None:
         self._state = _NEW
         self._include_usage = request.include_usage
+        self._legacy = request.legacy_functions
         self._model = request.model
         self._response_id = ""
         self._head = b""
@@ -521,7 +538,7 @@ class ChatStreamEncoder:
                 # A call without arguments (Anthropic ``input: {}``): OpenAI always
                 # sends a JSON object, and clients parse it.
                 b.seen = True
-                return prefix + b.pre + b'"{}"' + _TOOL_TAIL
+                return prefix + b.pre + b'"{}"' + b.tail
             return prefix
         if isinstance(event, c.Citations):
             b = self._blocks.get(event.index)
@@ -550,6 +567,8 @@ class ChatStreamEncoder:
         if ev.kind != "tool_call":
             self._blocks[ev.index] = _Block(_IGNORED)  # redacted reasoning
             return b""
+        if self._legacy:
+            return self._function_call_start(ev)
         b = _Block(_TOOL)
         b.tool_index = self._tools
         b.custom = ev.tool_kind == "custom"
@@ -579,6 +598,19 @@ class ChatStreamEncoder:
             )
         return self._chunk(w.DeltaOut(tool_calls=[call]))
 
+    def _function_call_start(self, ev: c.BlockStart) -> bytes:
+        """A legacy ``functions`` client reads one ``delta.function_call`` per answer
+        (the upstream was asked for one call): the first; any other is not its shape."""
+        if self._tools:
+            self._blocks[ev.index] = _Block(_IGNORED)
+            return b""
+        self._tools = 1
+        b = self._blocks[ev.index] = _Block(_TOOL)
+        b.pre = self._pre + b'{"function_call":{"arguments":'
+        b.tail = _FUNCTION_CALL_TAIL
+        start = w.FunctionDeltaOut(name=ev.name or "", arguments="")
+        return self._chunk(w.DeltaOut(function_call=start))
+
     def _delta(self, ev: c.BlockDelta) -> bytes:
         text = ev.text
         if not text:
@@ -593,7 +625,7 @@ class ChatStreamEncoder:
             return self._pre_content + _ENC.encode(text) + _TEXT_TAIL
         if kind == _TOOL:
             b.seen = True
-            return b.pre + _ENC.encode(text) + _TOOL_TAIL
+            return b.pre + _ENC.encode(text) + b.tail
         if kind == _REASONING:
             if not b.seen:  # first fragment of this reasoning block
                 b.seen = True
@@ -646,7 +678,7 @@ class ChatStreamEncoder:
                     annotations.extend(annotations_for(b.citations or (), b.start, end))
             if annotations:
                 out += self._chunk(w.DeltaOut(annotations=annotations))
-        finish = finish_reason_for(ev.stop_reason, self._tools > 0)
+        finish = finish_reason_for(ev.stop_reason, self._tools > 0, self._legacy)
         out += self._pre + b'{},"logprobs":null,"finish_reason":' + _ENC.encode(finish) + b"}]}\n\n"
         if self._include_usage:
             out += (

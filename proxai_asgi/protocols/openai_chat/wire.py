@@ -398,6 +398,7 @@ class MessageOut(msgspec.Struct, kw_only=True):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[ToolCallOut] | UnsetType = UNSET
+    function_call: FunctionOut | UnsetType = UNSET  # legacy ``functions`` clients
     annotations: list[AnnotationOut] | UnsetType = UNSET
     reasoning_content: str | UnsetType = UNSET
 
@@ -445,4 +446,5 @@ class DeltaOut(msgspec.Struct, kw_only=True):
     refusal: str | UnsetType = UNSET
     reasoning_content: str | UnsetType = UNSET
     tool_calls: list[ToolCallDeltaOut] | UnsetType = UNSET
+    function_call: FunctionDeltaOut | UnsetType = UNSET  # legacy ``functions`` clients
     annotations: list[AnnotationOut] | UnsetType = UNSET

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import ids, reasoning_carry
+from ... import ids, policy, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ..openai_chat.validate import check_effort, check_image_url, check_range
@@ -599,7 +599,7 @@ def encode_request(
     if request.system:
         if any(t.cache_control for t in request.system):
             report.drop("cache_control")
-        instructions = "\n\n".join([t.text for t in request.system if t.text]) or None
+        instructions = policy.joined_system(request.system)
 
     tools: list[Any] = []
     for t in request.tools:

@@ -124,7 +124,8 @@ def decode_response(body: bytes) -> c.Response:
         raise ProxyError.bad_gateway(
             f"upstream response has status {r.status!r}: it is not a finished answer"
         )
-    if r.status == "failed" and r.error is not None:
+    explanation = refused_prompt(r.status, r.error)
+    if r.status == "failed" and r.error is not None and explanation is None:
         raise ProxyError(
             error_status(r.error.code, r.error.type, 502),
             r.error.message or "the upstream response failed",
@@ -176,9 +177,19 @@ def decode_response(body: bytes) -> c.Response:
         model=r.model,
         content=content,
         stop_reason=policy.stop_from_responses(r.status, reason, has_tool_calls, has_refusal),
+        refusal_explanation=explanation,
         usage=usage_in(r.usage),
         created=int(r.created_at),
     )
+
+
+def refused_prompt(status: str | None, error: w.UpError | None) -> str | None:
+    """A ``failed`` answer whose error is ``invalid_prompt`` is a prompt the model will
+    not answer: a refusal (RS-15 read back, as ``refusal_error`` writes it, and as
+    OpenAI's own policy checks answer), its message the explanation; None otherwise."""
+    if status != "failed" or error is None or error.code != REFUSAL_ERROR_CODE:
+        return None
+    return error.message or ""
 
 
 def _call_id(item: w.UpFunctionCall | w.UpCustomToolCall) -> str:
@@ -224,6 +235,25 @@ def refusal_message(response_id: str, n: int, explanation: str) -> w.OutputMessa
     """A refusal with no wording of its own (Anthropic ``stop_reason: refusal`` with only
     ``stop_details.explanation``): a message item whose refusal part is the explanation."""
     return message_item(response_id, n, [w.OutputRefusal(refusal=explanation)], "completed")
+
+
+REFUSAL_ERROR_CODE = "invalid_prompt"
+
+
+def refusal_error(output: list[w.OutputItem]) -> w.ResponseErrorObject:
+    """RS-15 keeps a refusal ``failed``, and Responses clients (Codex) treat ``failed`` as
+    an error to show: so ``error`` says why, in the refusal's own words (its refusal
+    parts, else its text, which a stream sent before it knew). ``invalid_prompt`` is the
+    API's code for a prompt the model will not answer: clients show it and do not retry
+    (``server_error`` would be retried). Read from the output items, so the streamed and
+    the non-streamed answer carry the same error."""
+    parts = [p for item in output if type(item) is w.OutputMessage for p in item.content]
+    message = "".join(p.refusal for p in parts if type(p) is w.OutputRefusal) or "".join(
+        p.text for p in parts if type(p) is w.OutputText
+    )
+    return w.ResponseErrorObject(
+        code=REFUSAL_ERROR_CODE, message=message or "The model declined to answer."
+    )
 
 
 def shows_explanation(stop: c.StopReason | None, explanation: str | None, shown: bool) -> bool:
@@ -347,6 +377,8 @@ class ResponseShell:
         error: w.ResponseErrorObject | None = None,
     ) -> w.ResponseObject:
         reason = policy.responses_incomplete_reason(stop) if status == "incomplete" else None
+        if error is None and stop == "refusal":
+            error = refusal_error(output)
         return w.ResponseObject(
             id=id,
             created_at=created_at,

@@ -228,7 +228,8 @@ class ResponsesStreamDecoder:
         snap = self._response(ev)
         self.phase = _DECODER_CLOSED
         status = snap.status or _TERMINAL_STATUS[ev.type]
-        if status == "failed" and snap.error is not None:
+        explanation = r.refused_prompt(status, snap.error)
+        if status == "failed" and snap.error is not None and explanation is None:
             err = snap.error
             return [_stream_error(err.code, err.type, err.message)]
         out: list[c.StreamEvent] = []
@@ -236,7 +237,8 @@ class ResponsesStreamDecoder:
             self._stop(index, out)
         reason = snap.incomplete_details.reason if snap.incomplete_details else None
         stop = policy.stop_from_responses(status, reason, self._has_tool_calls, self._has_refusal)
-        out.append(c.Finish(stop_reason=stop, usage=r.usage_in(snap.usage)))
+        usage = r.usage_in(snap.usage)
+        out.append(c.Finish(stop_reason=stop, refusal_explanation=explanation, usage=usage))
         return out
 
     def _on_error(self, ev: w.UpEvent) -> list[c.StreamEvent]:

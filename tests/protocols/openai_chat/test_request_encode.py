@@ -25,14 +25,13 @@ def enc(
     return out, report
 
 
-def test_upstream_system_is_one_first_message_string_or_text_parts() -> None:
+def test_upstream_system_is_one_first_message_string() -> None:
+    """Several parts are joined by a blank line, as Responses ``instructions`` are: many
+    Chat-compatible servers reject a content array in a system message (issue 17)."""
     one, _ = enc(req(system=[c.Text(text="S")]))
     assert one["messages"][0] == {"role": "system", "content": "S"}
-    two, _ = enc(req(system=[c.Text(text="A"), c.Text(text="B")]))
-    assert two["messages"][0] == {
-        "role": "system",
-        "content": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}],
-    }
+    two, _ = enc(req(system=[c.Text(text="A"), c.Text(text=""), c.Text(text="B")]))
+    assert two["messages"][0] == {"role": "system", "content": "A\n\nB"}
     none, _ = enc(req())
     assert none["messages"] == [{"role": "user", "content": "hi"}]
 

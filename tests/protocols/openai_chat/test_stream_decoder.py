@@ -69,7 +69,9 @@ def test_decoder_later_chunk_with_a_different_id_or_model_is_502(field: str) -> 
     assert field in err.message
 
 
-def test_decoder_text_block_closes_when_a_tool_call_starts_and_a_new_one_opens_after() -> None:
+def test_decoder_text_stays_open_beside_a_tool_call_and_takes_the_content_after_it() -> None:
+    """MP-23: a Chat message is its content, then its tool calls; content streamed after
+    a call belongs to the text before it (issue 17)."""
     ev = run(
         ROLE,
         chunk({"content": "Looking"}),
@@ -83,16 +85,14 @@ def test_decoder_text_block_closes_when_a_tool_call_starts_and_a_new_one_opens_a
         "MessageStart",
         "start0:text",
         "delta0:Looking",
-        "stop0",
         "start1:tool_call",
         "delta1:{}",
-        "start2:text",
-        "delta2:done",
+        "delta0:done",
+        "stop0",
         "stop1",
-        "stop2",
         "Finish",
     ]
-    start = ev[4]
+    start = ev[3]
     assert isinstance(start, c.BlockStart) and (start.call_id, start.name, start.tool_kind) == (
         "call_a",
         "f",
@@ -271,7 +271,7 @@ def test_decoder_finish_closes_all_blocks_and_holds_the_terminal_until_usage() -
         evs += dec.feed(e)
     (fin_ev,) = sse_events(frames(chunk({}, "tool_calls")))
     out = dec.feed(fin_ev)
-    assert kinds(out) == ["stop1"]  # the text block closed when the tool call started
+    assert kinds(out) == ["stop0", "stop1"]  # the text stayed open beside the tool call
     assert dec.state is DecoderState.TERMINAL  # type: ignore[attr-defined]
     (u,) = sse_events(frames(usage_chunk(3, 4)))
     out = dec.feed(u)

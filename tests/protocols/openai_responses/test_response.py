@@ -214,11 +214,15 @@ def test_a_failed_response_with_an_error_raises_with_the_upstream_message() -> N
             up(status="failed", error={"code": "server_error", "message": "boom"})
         )
     assert exc.value.message == "boom" and exc.value.status == 500
-    with pytest.raises(ProxyError) as exc:
-        CODEC.decode_response(
-            up(status="failed", error={"code": "invalid_prompt", "message": "bad"})
-        )
-    assert exc.value.status == 502 and exc.value.message == "bad"
+
+
+def test_a_failed_response_with_invalid_prompt_is_a_refusal_explained_by_its_message() -> None:
+    """A prompt the model will not answer (RS-15 as this proxy writes it, and OpenAI's
+    policy checks): a refusal, not an upstream error."""
+    r = CODEC.decode_response(
+        up(status="failed", error={"code": "invalid_prompt", "message": "unsafe"})
+    )
+    assert (r.stop_reason, r.refusal_explanation) == ("refusal", "unsafe")
 
 
 @pytest.mark.parametrize(
@@ -426,7 +430,9 @@ def test_stop_reason_maps_to_the_responses_status(
     body = client_json(response(c.Text(text="x"), stop_reason=stop))
     assert body["status"] == status
     assert body["incomplete_details"] == ({"reason": reason} if reason else None)
-    assert body["error"] is None
+    # RS-15's failed refusal says why (issue 17): the refusal's words, a code not retried.
+    refused = {"code": "invalid_prompt", "message": "x"}
+    assert body["error"] == (refused if stop == "refusal" else None)
 
 
 def test_a_truncated_answer_has_completed_items_and_says_so_in_the_response_status() -> None:
