@@ -105,6 +105,22 @@ async def fetch(pool: Http1Pool, up: Upstream, *, raw: bool = False) -> tuple[in
         return r.status, await r.read()
 
 
+async def send_chunked(
+    w: asyncio.StreamWriter,
+    headers: bytes,
+    pieces: list[bytes],
+    between: Callable[[bytes], Awaitable[object]],
+) -> None:
+    """A chunked 200 answer, one chunk per piece; ``between(piece)`` is awaited after
+    each piece is flushed."""
+    w.write(b"HTTP/1.1 200 OK\r\n" + headers + b"Transfer-Encoding: chunked\r\n\r\n")
+    for piece in pieces:
+        w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        await w.drain()
+        await between(piece)
+    w.write(b"0\r\n\r\n")
+
+
 async def answer_ok(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
     w.write(OK)
 
@@ -333,13 +349,8 @@ def test_deflate_body_decodes_with_or_without_its_zlib_header(
     pieces = [packed[:first], packed[first:]] if first else [packed]
 
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
-        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n")
-        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
-        for piece in pieces:
-            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            await w.drain()
-            await asyncio.sleep(0)  # let the piece go out as its own read
-        w.write(b"0\r\n\r\n")
+        # sleep(0): each piece goes out as its own read
+        await send_chunked(w, b"Content-Encoding: deflate\r\n", pieces, lambda _: asyncio.sleep(0))
 
     async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
         assert await fetch(pool, up, raw=False) == (200, answer)

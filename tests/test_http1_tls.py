@@ -27,7 +27,7 @@ from proxai_asgi.http1 import Http1Pool
 from proxai_asgi.tls import client_context
 from tests.helpers.servers import FakeUpstream, reply_from_capture, serve
 from tests.reliability._shapes import error_message
-from tests.test_http1 import OK, Seen, answer_ok, fetch, run
+from tests.test_http1 import OK, Seen, answer_ok, fetch, run, send_chunked
 
 CA = trustme.CA()
 LOCAL = CA.issue_cert("127.0.0.1", "localhost")
@@ -105,14 +105,11 @@ def test_a_streamed_body_arrives_piece_by_piece_over_tls(ca_file: str) -> None:
     pieces = [b"data: %d\n\n" % i for i in range(5)]
     got_one = asyncio.Queue[bytes]()
 
+    async def acknowledged(piece: bytes) -> None:
+        assert await got_one.get() == piece
+
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
-        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
-        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
-        for piece in pieces:
-            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            await w.drain()
-            assert await got_one.get() == piece
-        w.write(b"0\r\n\r\n")
+        await send_chunked(w, b"Content-Type: text/event-stream\r\n", pieces, acknowledged)
 
     async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
         received = []
