@@ -3,6 +3,7 @@ saturated streams from an https upstream with a test certificate; prints the top
 functions by own time.
 
     .venv/bin/python -m bench.profile_default default chat:chat   # or httpx, any client:upstream
+    .venv/bin/python -m bench.profile_default default chat:gemini 2000 json   # small answers
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def main() -> None:
     try:
         wait_port(up_port)
         wait_port(proxy_port)
-        path, body = request_for(client_protocol, upstream_protocol, stream=True)
+        stream = sys.argv[4:] != ["json"]
+        path, body = request_for(client_protocol, upstream_protocol, stream=stream)
         with httpx.Client(timeout=60) as client:
             for _ in range(streams):
                 with client.stream("POST", f"http://127.0.0.1:{proxy_port}{path}", json=body) as r:
