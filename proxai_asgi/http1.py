@@ -24,6 +24,7 @@ Upstreams an environment proxy applies to, an ``http_client`` given by the user,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import urllib.request
 import zlib
@@ -126,10 +127,11 @@ class _Wire(asyncio.Protocol):
 class _Conn:
     """One keep-alive connection and its h11 state."""
 
-    __slots__ = ("framing", "h11", "reusable", "reused", "wire")
+    __slots__ = ("framing", "h11", "loop", "reusable", "reused", "wire")
 
     def __init__(self, wire: _Wire) -> None:
         self.wire = wire
+        self.loop = asyncio.get_running_loop()  # the only loop that can serve it
         self.h11 = h11.Connection(h11.CLIENT)  # for the request and the answer's head
         self.reused = False
         self.reusable = False  # set once a keep-alive answer was read to its end
@@ -144,7 +146,8 @@ class _Conn:
 
     def close(self) -> None:
         if self.wire.transport is not None:
-            self.wire.transport.close()
+            with contextlib.suppress(RuntimeError):  # its event loop is closed
+                self.wire.transport.close()
 
 
 class _Stale(Exception):
@@ -271,10 +274,13 @@ class Http1Pool:
 
     async def _checkout(self, key: _PoolKey, connect_timeout: float) -> _Conn:
         idle = self._idle.get(key)
+        loop = asyncio.get_running_loop()
         while idle:
             conn = idle.pop()
             self._n_idle -= 1
-            if conn.stale():
+            # A middleware outlives event loops where each test or request runs its
+            # own (Starlette's TestClient): a connection of another loop never wakes.
+            if conn.loop is not loop or conn.stale():
                 conn.close()
                 continue
             conn.reused = True

@@ -22,6 +22,7 @@ import pytest
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.errors import ProxyError
 from proxai_asgi.http1 import Http1Pool
+from tests.helpers.servers import serve
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -455,6 +456,22 @@ def test_refused_connection_is_a_502() -> None:
         assert err.value.status == 502 and "unreachable" in str(err.value)
 
     asyncio.run(main())
+
+
+def test_a_connection_left_idle_by_another_event_loop_is_not_reused() -> None:
+    """One pool, two ``asyncio.run`` calls (as Starlette's TestClient runs each
+    request): the second gets a fresh connection instead of waiting on a dead loop."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    pool = Http1Pool()
+    with serve(app) as url:
+        up = Upstream("openai_chat_completions", url + "/v1", read_timeout=5)
+        for _ in range(2):
+            assert asyncio.run(fetch(pool, up)) == (200, b"{}")
+            assert pool.idle == 1
 
 
 # ------------------------------------------------------------------- who uses it
