@@ -13,7 +13,10 @@ above the round trip (client, transport and connection-pool layers, an
   yield and a client write per SSE event;
 - connections are asyncio transports with a bare protocol (``_Wire``), TLS by
   asyncio's ``ssl`` with the context ``tls.client_context`` builds (certificates
-  checked as httpx checks them), kept idle per host, port and TLS context;
+  checked as httpx checks them), kept idle per host, port and TLS context, and only
+  for the event loop that opened them. asyncio's SSL transport decrypts every record
+  a socket read brought and hands them over at once (httpx reads one TLS record, so
+  one SSE frame, per call);
 - no per-read timer: a stalled body is caught by the middleware's one watchdog per
   stream, a stalled head by one ``asyncio.timeout``.
 
