@@ -428,16 +428,20 @@ class Http1Pool:
         self._n_idle = 0
 
 
+_NAME_MISMATCH = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, ..._IP_ADDRESS_MISMATCH
+
+
 def _connect_error(exc: OSError) -> ProxyError:
     """What the client is told when no connection could be made. A certificate's
-    fault is named (it never holds anything of the request)."""
+    fault is named, never anything of the request or the upstream's address."""
     if isinstance(exc, TimeoutError):
         return ProxyError(
             504, "upstream timed out: not connected within connect_timeout", kind="timeout"
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
-        reason = f"upstream certificate rejected ({exc.verify_message})"
-        return ProxyError(502, reason, kind="bad_gateway")
+        # OpenSSL's text for a name mismatch quotes the upstream's host: not for clients.
+        why = "name mismatch" if exc.verify_code in _NAME_MISMATCH else exc.verify_message
+        return ProxyError(502, f"upstream certificate rejected ({why})", kind="bad_gateway")
     if isinstance(exc, ssl.SSLError):
         return ProxyError(502, f"upstream TLS handshake failed ({exc.reason})", kind="bad_gateway")
     return ProxyError(
