@@ -285,3 +285,33 @@ def test_a_configured_ca_file_reaches_the_https_upstream(
 async def _no_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.start", "status": 404, "headers": []})
     await send({"type": "http.response.body", "body": b""})
+
+
+def test_under_trio_the_default_middleware_reaches_https_through_httpx(
+    tls_upstream: tuple[FakeUpstream, str], ca_file: str
+) -> None:
+    """The lean pool runs on asyncio only; on trio the same default middleware sends
+    through httpx, with the upstream's ``verify`` (driven in-process, as an ASGI
+    server on trio would)."""
+    pytest.importorskip("trio")
+    import anyio
+
+    fake, url = tls_upstream
+    fake.push(reply_from_capture("chat_json_text_basic"))
+    up = Upstream("openai_chat_completions", url + "/v1", verify=ca_file)
+    mw = ProxaiMiddleware(_no_app, upstream=up)
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+
+    async def main() -> tuple[bool, httpx.Response]:
+        assert mw.lean is not None
+        serves = mw.lean.serves(up)
+        transport = httpx.ASGITransport(app=mw)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            answer = await client.post("/v1/messages", json=body)
+        await mw.aclose()
+        return serves, answer
+
+    serves, answer = anyio.run(main, backend="trio")
+    assert serves is False
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["content"][0]["text"] and len(fake.seen) == 1
