@@ -9,7 +9,9 @@ on 127.0.0.1 and closed by its test.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,6 +155,35 @@ def test_trust_from_ssl_cert_file_a_context_or_none(
     run(answer_ok, ok, tls=server_context(), verify=ctx)
     run(answer_ok, ok, tls=server_context(ELSEWHERE), verify=False)
     monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+    run(answer_ok, ok, tls=server_context())
+
+
+def test_trust_from_ssl_cert_dir_or_a_directory_given_as_verify(
+    monkeypatch: pytest.MonkeyPatch, ca_file: str, tmp_path: Path
+) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("naming a CA directory's files needs the openssl command")
+    subject_hash = subprocess.run(
+        [openssl, "x509", "-hash", "-noout", "-in", ca_file],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    directory = tmp_path / "certs"
+    directory.mkdir()
+    shutil.copy(ca_file, directory / f"{subject_hash}.0")
+
+    async def ok(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up) == (200, b"{}")
+
+    async def rejected(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError, match="certificate"):
+            await fetch(pool, up)
+
+    run(answer_ok, rejected, tls=server_context())  # certifi alone: not trusted
+    run(answer_ok, ok, tls=server_context(), verify=str(directory))
+    monkeypatch.setenv("SSL_CERT_DIR", str(directory))
     run(answer_ok, ok, tls=server_context())
 
 
