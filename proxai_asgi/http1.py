@@ -13,7 +13,10 @@ above the round trip (client, transport and connection-pool layers, an
   yield and a client write per SSE event;
 - connections are asyncio transports with a bare protocol (``_Wire``), TLS by
   asyncio's ``ssl`` with the context ``tls.client_context`` builds (certificates
-  checked as httpx checks them), kept idle per host, port and TLS context;
+  checked as httpx checks them), kept idle per host, port and TLS context, and only
+  for the event loop that opened them. asyncio's SSL transport decrypts every record
+  a socket read brought and hands them over at once (httpx reads one TLS record, so
+  one SSE frame, per call);
 - no per-read timer: a stalled body is caught by the middleware's one watchdog per
   stream, a stalled head by one ``asyncio.timeout``.
 
@@ -24,6 +27,7 @@ Upstreams an environment proxy applies to, an ``http_client`` given by the user,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import urllib.request
 import zlib
@@ -126,10 +130,11 @@ class _Wire(asyncio.Protocol):
 class _Conn:
     """One keep-alive connection and its h11 state."""
 
-    __slots__ = ("framing", "h11", "reusable", "reused", "wire")
+    __slots__ = ("framing", "h11", "loop", "reusable", "reused", "wire")
 
     def __init__(self, wire: _Wire) -> None:
         self.wire = wire
+        self.loop = asyncio.get_running_loop()  # the only loop that can serve it
         self.h11 = h11.Connection(h11.CLIENT)  # for the request and the answer's head
         self.reused = False
         self.reusable = False  # set once a keep-alive answer was read to its end
@@ -144,7 +149,8 @@ class _Conn:
 
     def close(self) -> None:
         if self.wire.transport is not None:
-            self.wire.transport.close()
+            with contextlib.suppress(RuntimeError):  # its event loop is closed
+                self.wire.transport.close()
 
 
 class _Stale(Exception):
@@ -271,10 +277,13 @@ class Http1Pool:
 
     async def _checkout(self, key: _PoolKey, connect_timeout: float) -> _Conn:
         idle = self._idle.get(key)
+        loop = asyncio.get_running_loop()
         while idle:
             conn = idle.pop()
             self._n_idle -= 1
-            if conn.stale():
+            # A middleware outlives event loops where each test or request runs its
+            # own (Starlette's TestClient): a connection of another loop never wakes.
+            if conn.loop is not loop or conn.stale():
                 conn.close()
                 continue
             conn.reused = True
@@ -419,16 +428,20 @@ class Http1Pool:
         self._n_idle = 0
 
 
+_NAME_MISMATCH = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, ..._IP_ADDRESS_MISMATCH
+
+
 def _connect_error(exc: OSError) -> ProxyError:
     """What the client is told when no connection could be made. A certificate's
-    fault is named (it never holds anything of the request)."""
+    fault is named, never anything of the request or the upstream's address."""
     if isinstance(exc, TimeoutError):
         return ProxyError(
             504, "upstream timed out: not connected within connect_timeout", kind="timeout"
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
-        reason = f"upstream certificate rejected ({exc.verify_message})"
-        return ProxyError(502, reason, kind="bad_gateway")
+        # OpenSSL's text for a name mismatch quotes the upstream's host: not for clients.
+        why = "name mismatch" if exc.verify_code in _NAME_MISMATCH else exc.verify_message
+        return ProxyError(502, f"upstream certificate rejected ({why})", kind="bad_gateway")
     if isinstance(exc, ssl.SSLError):
         return ProxyError(502, f"upstream TLS handshake failed ({exc.reason})", kind="bad_gateway")
     return ProxyError(

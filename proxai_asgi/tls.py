@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import weakref
 from typing import TypeAlias
 
 Verify: TypeAlias = "bool | str | ssl.SSLContext"
@@ -23,13 +24,16 @@ Verify: TypeAlias = "bool | str | ssl.SSLContext"
 # Contexts are costly to build (certifi's bundle is ~150 certificates, ~10 ms) and
 # safe to share: one per setting and per environment it was read from.
 _contexts: dict[tuple[bool | str, str, str], ssl.SSLContext] = {}
+_given: weakref.WeakSet[ssl.SSLContext] = weakref.WeakSet()  # contexts users passed
 
 
 def client_context(verify: Verify) -> ssl.SSLContext:
     """The client context for ``verify``, offering HTTP/1.1 by ALPN (as httpx does for
     a client without HTTP/2)."""
     if isinstance(verify, ssl.SSLContext):
-        verify.set_alpn_protocols(["http/1.1"])  # httpcore sets it on given contexts too
+        if verify not in _given:  # once: this runs for every request
+            verify.set_alpn_protocols(["http/1.1"])  # httpcore sets it on given ones too
+            _given.add(verify)
         return verify
     key = (verify, os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
     ctx = _contexts.get(key)

@@ -22,6 +22,7 @@ import pytest
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.errors import ProxyError
 from proxai_asgi.http1 import Http1Pool
+from tests.helpers.servers import serve
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -103,6 +104,22 @@ def run(
 async def fetch(pool: Http1Pool, up: Upstream, *, raw: bool = False) -> tuple[int, bytes]:
     async with pool.open(up, [(b"content-type", b"application/json")], b"{}", raw=raw) as r:
         return r.status, await r.read()
+
+
+async def send_chunked(
+    w: asyncio.StreamWriter,
+    headers: bytes,
+    pieces: list[bytes],
+    between: Callable[[bytes], Awaitable[object]],
+) -> None:
+    """A chunked 200 answer, one chunk per piece; ``between(piece)`` is awaited after
+    each piece is flushed."""
+    w.write(b"HTTP/1.1 200 OK\r\n" + headers + b"Transfer-Encoding: chunked\r\n\r\n")
+    for piece in pieces:
+        w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        await w.drain()
+        await between(piece)
+    w.write(b"0\r\n\r\n")
 
 
 async def answer_ok(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
@@ -333,13 +350,8 @@ def test_deflate_body_decodes_with_or_without_its_zlib_header(
     pieces = [packed[:first], packed[first:]] if first else [packed]
 
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
-        w.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n")
-        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
-        for piece in pieces:
-            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            await w.drain()
-            await asyncio.sleep(0)  # let the piece go out as its own read
-        w.write(b"0\r\n\r\n")
+        # sleep(0): each piece goes out as its own read
+        await send_chunked(w, b"Content-Encoding: deflate\r\n", pieces, lambda _: asyncio.sleep(0))
 
     async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
         assert await fetch(pool, up, raw=False) == (200, answer)
@@ -444,6 +456,22 @@ def test_refused_connection_is_a_502() -> None:
         assert err.value.status == 502 and "unreachable" in str(err.value)
 
     asyncio.run(main())
+
+
+def test_a_connection_left_idle_by_another_event_loop_is_not_reused() -> None:
+    """One pool, two ``asyncio.run`` calls (as Starlette's TestClient runs each
+    request): the second gets a fresh connection instead of waiting on a dead loop."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    pool = Http1Pool()
+    with serve(app) as url:
+        up = Upstream("openai_chat_completions", url + "/v1", read_timeout=5)
+        for _ in range(2):
+            assert asyncio.run(fetch(pool, up)) == (200, b"{}")
+            assert pool.idle == 1
 
 
 # ------------------------------------------------------------------- who uses it

@@ -9,7 +9,9 @@ on 127.0.0.1 and closed by its test.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from proxai_asgi.http1 import Http1Pool
 from proxai_asgi.tls import client_context
 from tests.helpers.servers import FakeUpstream, reply_from_capture, serve
 from tests.reliability._shapes import error_message
-from tests.test_http1 import OK, Seen, answer_ok, fetch, run
+from tests.test_http1 import OK, Seen, answer_ok, fetch, run, send_chunked
 
 CA = trustme.CA()
 LOCAL = CA.issue_cert("127.0.0.1", "localhost")
@@ -105,14 +107,11 @@ def test_a_streamed_body_arrives_piece_by_piece_over_tls(ca_file: str) -> None:
     pieces = [b"data: %d\n\n" % i for i in range(5)]
     got_one = asyncio.Queue[bytes]()
 
+    async def acknowledged(piece: bytes) -> None:
+        assert await got_one.get() == piece
+
     async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
-        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
-        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
-        for piece in pieces:
-            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            await w.drain()
-            assert await got_one.get() == piece
-        w.write(b"0\r\n\r\n")
+        await send_chunked(w, b"Content-Type: text/event-stream\r\n", pieces, acknowledged)
 
     async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
         received = []
@@ -138,7 +137,7 @@ def test_a_certificate_the_default_trust_rejects_is_a_502(
         with pytest.raises(ProxyError) as err:
             await fetch(pool, up)
         assert err.value.status == 502 and "certificate" in str(err.value)
-        assert needle in str(err.value).lower()
+        assert needle in str(err.value).lower() and "127.0.0.1" not in str(err.value)
 
     # Untrusted: certifi does not know the test CA. Wrong name: the CA is trusted.
     verify: str | bool = True if cert is LOCAL else ca_file
@@ -156,6 +155,35 @@ def test_trust_from_ssl_cert_file_a_context_or_none(
     run(answer_ok, ok, tls=server_context(), verify=ctx)
     run(answer_ok, ok, tls=server_context(ELSEWHERE), verify=False)
     monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+    run(answer_ok, ok, tls=server_context())
+
+
+def test_trust_from_ssl_cert_dir_or_a_directory_given_as_verify(
+    monkeypatch: pytest.MonkeyPatch, ca_file: str, tmp_path: Path
+) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("naming a CA directory's files needs the openssl command")
+    subject_hash = subprocess.run(
+        [openssl, "x509", "-hash", "-noout", "-in", ca_file],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    directory = tmp_path / "certs"
+    directory.mkdir()
+    shutil.copy(ca_file, directory / f"{subject_hash}.0")
+
+    async def ok(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        assert await fetch(pool, up) == (200, b"{}")
+
+    async def rejected(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        with pytest.raises(ProxyError, match="certificate"):
+            await fetch(pool, up)
+
+    run(answer_ok, rejected, tls=server_context())  # certifi alone: not trusted
+    run(answer_ok, ok, tls=server_context(), verify=str(directory))
+    monkeypatch.setenv("SSL_CERT_DIR", str(directory))
     run(answer_ok, ok, tls=server_context())
 
 
@@ -288,3 +316,33 @@ def test_a_configured_ca_file_reaches_the_https_upstream(
 async def _no_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.start", "status": 404, "headers": []})
     await send({"type": "http.response.body", "body": b""})
+
+
+def test_under_trio_the_default_middleware_reaches_https_through_httpx(
+    tls_upstream: tuple[FakeUpstream, str], ca_file: str
+) -> None:
+    """The lean pool runs on asyncio only; on trio the same default middleware sends
+    through httpx, with the upstream's ``verify`` (driven in-process, as an ASGI
+    server on trio would)."""
+    pytest.importorskip("trio")
+    import anyio
+
+    fake, url = tls_upstream
+    fake.push(reply_from_capture("chat_json_text_basic"))
+    up = Upstream("openai_chat_completions", url + "/v1", verify=ca_file)
+    mw = ProxaiMiddleware(_no_app, upstream=up)
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+
+    async def main() -> tuple[bool, httpx.Response]:
+        assert mw.lean is not None
+        serves = mw.lean.serves(up)
+        transport = httpx.ASGITransport(app=mw)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            answer = await client.post("/v1/messages", json=body)
+        await mw.aclose()
+        return serves, answer
+
+    serves, answer = anyio.run(main, backend="trio")
+    assert serves is False
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["content"][0]["text"] and len(fake.seen) == 1
