@@ -70,6 +70,32 @@ def _mask(data: bytes, secret: bytes) -> bytes:
     return data.replace(secret, b"*" * len(secret)) if secret in data else data
 
 
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request body, refused early when it is too large or labelled as something
+    other than JSON; None when the client left before sending it."""
+    for k, v in scope.get("headers", []):
+        if k == b"content-length" and v.isdigit() and int(v) > limit:
+            raise ProxyError(413, f"request body exceeds {limit} bytes", kind="request_too_large")
+        if k == b"content-type" and v.split(b";", 1)[0].strip().lower() in _NOT_JSON:
+            raise ProxyError.invalid(
+                f"Content-Type {v.decode('latin-1')!r} is not supported: send the "
+                "request body as application/json"
+            )
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ProxyError(413, f"request body exceeds {limit} bytes", kind="request_too_large")
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
 class Exchange:
     """One request: the client codec, what routing chose, and the client's ``send``."""
 
@@ -122,7 +148,7 @@ class Exchange:
                         kind="rate_limit",
                         headers=[(b"retry-after", b"1")],
                     )
-            body = await self._read_body()
+            body = await read_body(self.scope, self.receive, self.mw.max_body_size)
             if body is None:
                 return  # the client left before sending its body
             if checks.json_too_deep(body, self.mw.max_json_depth):
@@ -174,34 +200,6 @@ class Exchange:
         self.stream = bool(head.stream)
         self.upstream_call = PathCall(model=model, stream=self.stream)
         return route
-
-    async def _read_body(self) -> bytes | None:
-        limit = self.mw.max_body_size
-        for k, v in self.scope.get("headers", []):
-            if k == b"content-length" and v.isdigit() and int(v) > limit:
-                raise ProxyError(
-                    413, f"request body exceeds {limit} bytes", kind="request_too_large"
-                )
-            if k == b"content-type" and v.split(b";", 1)[0].strip().lower() in _NOT_JSON:
-                raise ProxyError.invalid(
-                    f"Content-Type {v.decode('latin-1')!r} is not supported: send the "
-                    "request body as application/json"
-                )
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise ProxyError(
-                    413, f"request body exceeds {limit} bytes", kind="request_too_large"
-                )
-            parts.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(parts)
 
     # ------------------------------------------------------------ client output
 
