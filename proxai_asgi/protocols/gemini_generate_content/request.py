@@ -217,33 +217,24 @@ def _decode_camel(body: bytes) -> wire.GenerateContentRequest | None:
     except (msgspec.DecodeError, ValueError):
         return None  # not JSON, not camelCase, or invalid: the general path says which
     # Untyped objects below a Struct are renamed as the general path renames them.
-    if req.tools is not None:
-        req.tools = _camel_keys(req.tools)
-    if req.safety_settings is not None:
-        req.safety_settings = _camel_keys(req.safety_settings)
-    if req.tool_config is not None and req.tool_config.retrieval_config is not None:
-        req.tool_config.retrieval_config = _camel_keys(req.tool_config.retrieval_config)
-    config = req.generation_config
-    if config is not None:
-        if config.speech_config is not None:
-            config.speech_config = _camel_keys(config.speech_config)
-        if config.image_config is not None:
-            config.image_config = _camel_keys(config.image_config)
+    _rename_untyped(req, "tools", "safety_settings")
+    if req.tool_config is not None:
+        _rename_untyped(req.tool_config, "retrieval_config")
+    if req.generation_config is not None:
+        _rename_untyped(req.generation_config, "speech_config", "image_config")
     for content in (*req.contents, *((req.system_instruction,) if req.system_instruction else ())):
         for part in content.parts:
-            _camel_part(part)
+            _rename_untyped(part, "executable_code", "code_execution_result", "video_metadata")
+            if part.function_response is not None:
+                _rename_untyped(part.function_response, "parts")
     return req
 
 
-def _camel_part(part: wire.Part) -> None:
-    if part.executable_code is not None:
-        part.executable_code = _camel_keys(part.executable_code)
-    if part.code_execution_result is not None:
-        part.code_execution_result = _camel_keys(part.code_execution_result)
-    if part.video_metadata is not None:
-        part.video_metadata = _camel_keys(part.video_metadata)
-    if part.function_response is not None and part.function_response.parts is not None:
-        part.function_response.parts = _camel_keys(part.function_response.parts)
+def _rename_untyped(struct: msgspec.Struct, *names: str) -> None:
+    for name in names:
+        value = getattr(struct, name)
+        if value is not None:
+            setattr(struct, name, _camel_keys(value))
 
 
 def to_canonical(
