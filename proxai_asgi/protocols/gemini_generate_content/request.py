@@ -34,6 +34,7 @@ summary request asks for ``includeThoughts``.
 
 from __future__ import annotations
 
+import operator
 import re
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
@@ -224,10 +225,17 @@ def _decode_camel(body: bytes) -> wire.GenerateContentRequest | None:
         _rename_untyped(req.generation_config, "speech_config", "image_config")
     for content in (*req.contents, *((req.system_instruction,) if req.system_instruction else ())):
         for part in content.parts:
-            _rename_untyped(part, "executable_code", "code_execution_result", "video_metadata")
-            if part.function_response is not None:
-                _rename_untyped(part.function_response, "parts")
+            if _part_untyped(part) != _NO_UNTYPED:  # rare: one C call for the usual part
+                _rename_untyped(part, *_PART_UNTYPED)
+            response = part.function_response
+            if response is not None and response.parts is not None:
+                response.parts = _camel_keys(response.parts)
     return req
+
+
+_PART_UNTYPED = ("executable_code", "code_execution_result", "video_metadata")
+_part_untyped = operator.attrgetter(*_PART_UNTYPED)
+_NO_UNTYPED = (None,) * len(_PART_UNTYPED)
 
 
 def _rename_untyped(struct: msgspec.Struct, *names: str) -> None:
