@@ -5,11 +5,13 @@
 Claude Code and Codex resend the whole conversation every turn, so a request's
 translation cost grows with it. For bodies of about 14 KB, 200 KB and 1 MB (a system
 prompt, five tools, then tool round trips: assistant text, a tool call, its output),
-written in each client protocol, and for all six directions:
+written in each client protocol, and for all twelve directions between the four
+protocols:
 
-- **time**: the middleware's sans-IO request path (``decode_request``,
-  ``check_request``, custom-tool wrapping where the middleware does it,
-  ``encode_request``), median of the runs, against the floor
+- **time**: the production request path, ``proxai_asgi.pipeline.prepare`` (decode,
+  checks, custom-tool wrapping where the middleware does it, encode; a Gemini client's
+  model and stream taken from its URL, as the middleware passes them), median of the
+  runs, against the floor
   ``msgspec.json.encode(msgspec.json.decode(body))`` of the same body, timed
   alternately with it;
 - **memory**: the peak of Python allocations during one translation (tracemalloc;
@@ -36,16 +38,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from proxai_asgi import canonical as c  # noqa: E402
-from proxai_asgi import checks, custom_tools  # noqa: E402
+from proxai_asgi import pipeline  # noqa: E402
 from proxai_asgi.codec import ProtocolName, UpstreamOptions  # noqa: E402
 from proxai_asgi.errors import TranslationReport  # noqa: E402
 from proxai_asgi.protocols import get_codec  # noqa: E402
+from proxai_asgi.routing import Upstream  # noqa: E402
 
 A: ProtocolName = "anthropic_messages"
 C: ProtocolName = "openai_chat_completions"
 R: ProtocolName = "openai_responses"
-LETTER = {A: "A", C: "C", R: "R"}
-DIRECTIONS = [(cl, up) for cl in (A, C, R) for up in (A, C, R) if cl != up]
+G: ProtocolName = "gemini_generate_content"
+LETTER = {A: "A", C: "C", R: "R", G: "G"}
+ALL = (A, C, R, G)
+DIRECTIONS = [(cl, up) for cl in ALL for up in ALL if cl != up]
 OPTIONS = UpstreamOptions()
 # size (KB) -> tool round trips; each tool output is then sized to reach the body size
 TURNS = {14: 12, 200: 60, 1000: 150}
@@ -107,19 +112,14 @@ def body_of(protocol: ProtocolName, kb: int) -> bytes:
 
 
 def translator(client: ProtocolName, upstream: ProtocolName) -> Callable[[bytes], bytes]:
+    """``pipeline.prepare`` as the middleware calls it (default upstream options)."""
     cl, up = get_codec(client), get_codec(upstream)
-    # As the middleware decides it (default upstream options).
-    wrap = client == R and not (
-        up.supports_custom_tools and (up.name != C or OPTIONS.native_custom_tools)
-    )
+    settings = Upstream(upstream, "http://upstream.bench")
+    # A path-addressed client's model and stream come from its URL.
+    model, stream = ("bench-model", True) if client == G else (None, None)
 
     def run(body: bytes) -> bytes:
-        report = TranslationReport()
-        request = cl.decode_request(body, report)
-        checks.check_request(request)
-        if wrap:
-            custom_tools.wrap(request)
-        return up.encode_request(request, report, OPTIONS)
+        return pipeline.prepare(cl, up, body, settings, model=model, stream=stream).body
 
     return run
 
@@ -151,7 +151,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.5, help="timing budget per cell")
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    bodies = {(p, kb): body_of(p, kb) for p in (A, C, R) for kb in sizes}
+    bodies = {(p, kb): body_of(p, kb) for p in ALL for kb in sizes}
     print(
         "| direction | body | ours | floor | ours / floor | peak memory / body "
         "| floor's peak / body |"

@@ -34,8 +34,10 @@ summary request asks for ``includeThoughts``.
 
 from __future__ import annotations
 
+import operator
 import re
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import msgspec
 
@@ -159,7 +161,88 @@ def count_tokens_request(body: bytes) -> c.Request:
 def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
-    return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+    req = _decode_camel(body)
+    if req is None:
+        req = convert_request(parse_body(body, report))
+    return to_canonical(req, report, model, stream)
+
+
+# The fast path: a body written in camelCase only (what every SDK sends) decodes
+# straight into the wire Structs, without a dict tree renamed key by key. Strict
+# variants of the Structs refuse any unknown key, so a proto (snake_case) name, an
+# unknown top-level field or anything else the general path treats specially makes
+# the fast path decline; the general path then gives the same result, or the error.
+def _strict(cls: type[Any], made: dict[type[Any], type[Any]]) -> type[Any]:
+    if cls in made:
+        return made[cls]
+
+    def retype(t: Any) -> Any:
+        if isinstance(t, type) and issubclass(t, msgspec.Struct):
+            return _strict(t, made)
+        args = get_args(t)
+        if not args:
+            return t
+        origin = get_origin(t)
+        if origin is list:
+            return list[retype(args[0])]  # type: ignore[misc]
+        if origin in (Union, UnionType):
+            return Union[tuple(retype(a) for a in args)]  # noqa: UP007
+        return t
+
+    fields = [
+        (f.name, retype(f.type), msgspec.field(default_factory=f.default_factory))
+        if f.default_factory is not msgspec.NODEFAULT
+        else (f.name, retype(f.type))
+        if f.required
+        else (f.name, retype(f.type), f.default)
+        for f in msgspec.structs.fields(cls)
+        if any(isinstance(a, type) and issubclass(a, msgspec.Struct) for a in _leaves(f.type))
+    ]
+    made[cls] = msgspec.defstruct(
+        f"Strict{cls.__name__}", fields, bases=(cls,), forbid_unknown_fields=True
+    )
+    return made[cls]
+
+
+def _leaves(t: Any) -> list[Any]:
+    args = get_args(t)
+    return [leaf for a in args for leaf in _leaves(a)] if args else [t]
+
+
+_strict_decoder = msgspec.json.Decoder(_strict(wire.GenerateContentRequest, {}))
+
+
+def _decode_camel(body: bytes) -> wire.GenerateContentRequest | None:
+    try:
+        req: wire.GenerateContentRequest = _strict_decoder.decode(body)
+    except (msgspec.DecodeError, ValueError):
+        return None  # not JSON, not camelCase, or invalid: the general path says which
+    # Untyped objects below a Struct are renamed as the general path renames them.
+    _rename_untyped(req, "tools", "safety_settings")
+    if req.tool_config is not None:
+        _rename_untyped(req.tool_config, "retrieval_config")
+    if req.generation_config is not None:
+        _rename_untyped(req.generation_config, "speech_config", "image_config")
+    for content in (*req.contents, *((req.system_instruction,) if req.system_instruction else ())):
+        for part in content.parts:
+            if _part_untyped(part) != _NO_UNTYPED:  # rare: one C call for the usual part
+                _rename_untyped(part, *_PART_UNTYPED)
+            response = part.function_response
+            if response is not None and response.parts is not None:
+                response.parts = _camel_keys(response.parts)
+    return req
+
+
+_PART_UNTYPED = ("executable_code", "code_execution_result", "video_metadata")
+_part_untyped = operator.attrgetter(*_PART_UNTYPED)
+_NO_UNTYPED = (None,) * len(_PART_UNTYPED)
+
+
+def _rename_untyped(struct: msgspec.Struct, *names: str) -> None:
+    for name in names:
+        value = getattr(struct, name)
+        if value is not None:
+            setattr(struct, name, _camel_keys(value))
 
 
 def to_canonical(

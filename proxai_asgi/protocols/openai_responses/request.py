@@ -52,6 +52,7 @@ _DECLARED_DROPPED = tuple(
 )
 _DROPPED_FIELDS = frozenset(_DECLARED_DROPPED)
 _one_pass = OnePassDecoder(w.ClientCreateRequest, w.CreateRequest.__struct_fields__)
+_typed_pass = OnePassDecoder(w.TypedClientCreateRequest, w.CreateRequest.__struct_fields__)
 # Fields that point at provider-side state (a stored conversation, a stored prompt):
 # dropping them silently would answer a different question.
 _STATEFUL_FIELDS = ("conversation", "prompt")
@@ -132,7 +133,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
     ones (``w.ClientCreateRequest``); otherwise its keys are parsed first: dropped
     fields are reported in body order, stateful ones rejected, before the body itself
     is validated."""
-    one = _one_pass.decode(body, report)
+    one = _typed_pass.decode(body, report) or _one_pass.decode(body, report)
     if one is not None:
         return one
     try:
@@ -318,7 +319,9 @@ def _tool_choice(
 
 
 def _input_messages(
-    input: str | list[Raw] | None, system: list[c.Text], report: TranslationReport
+    input: str | list[Raw] | list[w.InputItem] | None,
+    system: list[c.Text],
+    report: TranslationReport,
 ) -> list[c.Message]:
     if input is None:
         return []
@@ -326,7 +329,8 @@ def _input_messages(
         return [c.Message(role="user", content=[c.Text(text=input)])]
     messages: list[c.Message] = []
     for i, raw in enumerate(input):
-        item = _decode_item(raw, i, report)
+        # Items come typed from the one-parse decoder, raw from the general path.
+        item = _decode_item(raw, i, report) if type(raw) is Raw else raw
         if item is None:
             continue
         # Dispatched on ``type(item)``: a failed ``isinstance`` against a msgspec Struct

@@ -1,0 +1,158 @@
+"""The camelCase fast path of Gemini's request decoder gives what the general path
+(a dict tree with proto names renamed, then converted) gives: the same canonical
+request, the same report, the same error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxai_asgi import canonical as c
+from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols.gemini_generate_content import request
+
+# Request-shaped keys in both spellings, the user's own data keys, and unknown keys.
+_keys = st.sampled_from(
+    [
+        "contents",
+        "role",
+        "parts",
+        "text",
+        "thought",
+        "thoughtSignature",
+        "thought_signature",
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        "inlineData",
+        "inline_data",
+        "mimeType",
+        "mime_type",
+        "data",
+        "name",
+        "id",
+        "args",
+        "response",
+        "output",
+        "file_path",
+        "systemInstruction",
+        "system_instruction",
+        "generationConfig",
+        "generation_config",
+        "maxOutputTokens",
+        "max_output_tokens",
+        "temperature",
+        "thinkingConfig",
+        "thinking_budget",
+        "_responseJsonSchema",
+        "responseSchema",
+        "tools",
+        "functionDeclarations",
+        "function_declarations",
+        "parameters",
+        "executableCode",
+        "language_code",
+        "toolConfig",
+        "functionCallingConfig",
+        "allowed_function_names",
+        "mode",
+        "labels",
+        "unknownField",
+    ]
+)
+_atoms = (
+    st.none() | st.booleans() | st.integers(-1, 5) | st.sampled_from(["user", "model", "x", ""])
+)
+_shaped: st.SearchStrategy[Any] = st.recursive(
+    _atoms,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=5),
+    max_leaves=30,
+)
+_part = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": st.text(max_size=4),
+        "functionCall": st.fixed_dictionaries({"name": st.just("f"), "args": _shaped}),
+        "function_response": st.fixed_dictionaries({"name": st.just("f"), "response": _shaped}),
+        "thoughtSignature": st.just("c2ln"),
+        "executableCode": _shaped,
+    },
+)
+_content = st.fixed_dictionaries(
+    {"parts": st.lists(_part, min_size=1, max_size=3)},
+    optional={"role": st.sampled_from(["user", "model"])},
+)
+_bodies = st.one_of(
+    st.dictionaries(_keys, _shaped, max_size=6),
+    st.fixed_dictionaries(
+        {"contents": st.lists(_content, min_size=1, max_size=4)},
+        optional={
+            "tools": _shaped,
+            "generationConfig": _shaped,
+            "generation_config": _shaped,
+            "toolConfig": _shaped,
+            "systemInstruction": _content,
+        },
+    ),
+)
+
+
+def _outcome(decode: Any, raw: bytes) -> tuple[object, ...]:
+    report = TranslationReport()
+    try:
+        out: c.Request = decode(raw, report)
+    except ProxyError as e:
+        return "error", e.status, e.message, e.param, e.code
+    return "ok", msgspec.json.encode(out), report.dropped
+
+
+def _general(raw: bytes, report: TranslationReport) -> c.Request:
+    req = request.convert_request(request.parse_body(raw, report))
+    return request.to_canonical(req, report, "m", False)
+
+
+def _production(raw: bytes, report: TranslationReport) -> c.Request:
+    return request.decode_request(raw, report, "m", False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_bodies)
+def test_fast_path_and_general_path_agree(body: dict[str, Any]) -> None:
+    raw = json.dumps(body).encode()
+    assert _outcome(_production, raw) == _outcome(_general, raw)
+
+
+SDK_BODY = {
+    "contents": [
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"file_path": "a"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"x_y": 1}}}]},
+    ],
+    "tools": [{"function_declarations": [{"name": "f", "parameters": {"type": "OBJECT"}}]}],
+    "generationConfig": {"maxOutputTokens": 10},
+}
+
+
+def test_sdk_body_takes_the_fast_path_with_untyped_parts_renamed() -> None:
+    fast = request._decode_camel(json.dumps(SDK_BODY).encode())
+    assert fast is not None
+    assert fast.tools == [
+        {"functionDeclarations": [{"name": "f", "parameters": {"type": "OBJECT"}}]}
+    ]
+    assert fast.contents[1].parts[0].function_call is not None
+    assert fast.contents[1].parts[0].function_call.args == {"file_path": "a"}
+
+
+def test_proto_names_and_unknown_fields_decline_the_fast_path() -> None:
+    proto = {"contents": [{"parts": [{"text": "hi"}]}], "generation_config": {"temperature": 1}}
+    unknown = {"contents": [{"parts": [{"text": "hi", "partMetadata": {}}]}]}
+    for body in (proto, unknown):
+        assert request._decode_camel(json.dumps(body).encode()) is None
+    report = TranslationReport()
+    out = request.decode_request(json.dumps(proto).encode(), report)
+    assert out.temperature == 1
