@@ -1,4 +1,4 @@
-"""Start-up cost: ``import proxai_asgi`` and the three codecs, each in a fresh
+"""Start-up cost: ``import proxai_asgi`` and every registered codec, each in a fresh
 interpreter, as ``python -X importtime`` reports it (the cumulative time of every
 top-level import the statement made). Median of the runs.
 
@@ -18,13 +18,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CODECS = (
-    "from proxai_asgi.protocols import get_codec; "
-    "[get_codec(p) for p in ('openai_chat_completions', 'openai_responses', 'anthropic_messages')]"
-)
+CODECS = "from proxai_asgi.protocols import all_codecs; all_codecs()"
 STATEMENTS = {
     "import proxai_asgi": "import proxai_asgi",
-    "import proxai_asgi + all three codecs loaded": "import proxai_asgi; " + CODECS,
+    "import proxai_asgi + every codec loaded": "import proxai_asgi; " + CODECS,
 }
 WATCH = ("httpx", "h11", "asyncio", "ssl")
 
