@@ -157,8 +157,32 @@ class _Stale(Exception):
     """A reused connection closed before any byte of the answer: safe to retry."""
 
 
+def _parse_target(url: str) -> _Target | None:
+    """Where the pool connects for ``url`` (host, port, request target, Host header,
+    TLS), or None when it is not the pool's: another scheme, credentials in the URL,
+    or an environment proxy that applies to the host (httpx handles those)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme
+    if scheme not in ("http", "https") or not parts.hostname or parts.username:
+        return None
+    proxies = urllib.request.getproxies()
+    if (proxies.get(scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(
+        parts.hostname
+    ):
+        return None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    tls = scheme == "https"
+    return (
+        parts.hostname,
+        parts.port or (443 if tls else 80),
+        path.encode(),
+        parts.netloc.rpartition("@")[2].encode(),
+        tls,
+    )
+
+
 class Http1Pool:
-    """Keep-alive HTTP/1.1 connections to plain-HTTP upstreams.
+    """Keep-alive HTTP/1.1 connections to HTTP and HTTPS upstreams.
 
     At most ``max_connections`` requests are in flight (the rest wait, up to the
     upstream's ``read_timeout``), and at most ``max_idle`` connections are kept open
@@ -187,31 +211,11 @@ class Http1Pool:
         return True
 
     def _target(self, url: str) -> _Target | None:
-        try:
-            return self._targets[url]
-        except KeyError:
-            pass
-        target: _Target | None = None
-        if len(self._targets) >= 4096:  # URLs that name models: keep the cache bounded
-            self._targets.clear()
-        parts = urlsplit(url)
-        scheme = parts.scheme
-        if scheme in ("http", "https") and parts.hostname and not parts.username:
-            proxies = urllib.request.getproxies()
-            if not (proxies.get(scheme) or proxies.get("all")) or urllib.request.proxy_bypass(
-                parts.hostname
-            ):
-                path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-                tls = scheme == "https"
-                target = (
-                    parts.hostname,
-                    parts.port or (443 if tls else 80),
-                    path.encode(),
-                    parts.netloc.rpartition("@")[2].encode(),
-                    tls,
-                )
-        self._targets[url] = target
-        return target
+        if url not in self._targets:
+            if len(self._targets) >= 4096:  # URLs that name models: keep it bounded
+                self._targets.clear()
+            self._targets[url] = _parse_target(url)
+        return self._targets[url]
 
     # ---------------------------------------------------------------- requests
 
