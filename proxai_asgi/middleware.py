@@ -53,9 +53,7 @@ DEFAULT_MAX_BODY = 32 * 1024 * 1024
 async def generate(ex: Exchange, body: bytes) -> None:
     """A generation request: routed, then relayed or translated."""
     head = ex.head(body)
-    ex.route(head)
-    up = ex.upstream
-    assert up is not None
+    up = ex.route(head).upstream
     if ex.client.stateful and up.protocol != ex.client.name:
         # previous_response_id expanded from the store; the answer recorded.
         body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body)

@@ -82,9 +82,9 @@ async def _stream(
 
         try:
             await pump(resp, up, forward, lambda: stream.tool_open)
-        except ProxyError as err:
-            await ex.body(stream.fail(err))
-        tail = stream.close()
+            tail = stream.close()
+        except ProxyError as err:  # a stall or a broken upstream connection
+            tail = stream.fail(err)
         if tail:
             await ex.body(tail)
     ex.usage, ex.response_model = stream.usage, stream.model
