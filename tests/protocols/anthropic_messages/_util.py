@@ -15,8 +15,9 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols.anthropic_messages import CODEC
-from proxai_asgi.sse import SSEDecoder, SSEEvent
 from tests.helpers.validate_anthropic import AnthropicStream, validate_anthropic_stream
+from tests.protocols import _codec
+from tests.protocols._codec import sse_events
 
 _EVENT = pydantic.TypeAdapter(RawMessageStreamEvent)
 
@@ -51,18 +52,6 @@ def encode_req(
     return json.loads(out), report
 
 
-def sse_events(raw: bytes, step: int | None = None) -> list[SSEEvent]:
-    dec = SSEDecoder()
-    out: list[SSEEvent] = []
-    if step is None:
-        out.extend(dec.decode(raw))
-    else:
-        for i in range(0, len(raw), step):
-            out.extend(dec.decode(raw[i : i + step]))
-    out.extend(dec.flush())
-    return out
-
-
 def frames(*events: dict[str, Any], event_lines: bool = True) -> bytes:
     """Anthropic SSE from event objects."""
     out = b""
@@ -71,20 +60,6 @@ def frames(*events: dict[str, Any], event_lines: bool = True) -> bytes:
             out += b"event: " + ev["type"].encode() + b"\n"
         out += b"data: " + json.dumps(ev).encode() + b"\n\n"
     return out
-
-
-def decode_stream(raw: bytes, step: int | None = None) -> list[c.StreamEvent]:
-    dec = CODEC.stream_decoder()
-    out: list[c.StreamEvent] = []
-    for e in sse_events(raw, step):
-        out.extend(dec.feed(e))
-    out.extend(dec.close())
-    return out
-
-
-def encode_stream(events: Iterable[c.StreamEvent], request: c.Request | None = None) -> bytes:
-    enc = CODEC.stream_encoder(request or req(stream=True))
-    return b"".join(enc.encode(e) for e in events)
 
 
 def sdk_events(raw: bytes) -> list[Any]:
@@ -130,3 +105,11 @@ def checked_stream(
     stream = validate_anthropic_stream(raw)
     sdk_events(raw)
     return raw, stream
+
+
+def decode_stream(body: bytes, step: int | None = None) -> list[c.StreamEvent]:
+    return _codec.decode_stream(CODEC, body, step)
+
+
+def encode_stream(events: Iterable[c.StreamEvent], request: c.Request | None = None) -> bytes:
+    return _codec.encode_stream(CODEC, events, request or req(stream=True))

@@ -16,8 +16,9 @@ from openai.types.chat import (
 from proxai_asgi import canonical as c
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols.openai_chat import CODEC
-from proxai_asgi.sse import SSEDecoder, SSEEvent
 from tests.helpers.validate_chat import ChatStream
+from tests.protocols import _codec
+from tests.protocols._codec import sse_events
 
 
 def req(**kw: Any) -> c.Request:
@@ -31,18 +32,6 @@ def decode_req(body: dict[str, Any]) -> tuple[c.Request, TranslationReport]:
     return CODEC.decode_request(json.dumps(body).encode(), report), report
 
 
-def sse_events(body: bytes, step: int | None = None) -> list[SSEEvent]:
-    dec = SSEDecoder()
-    out: list[SSEEvent] = []
-    if step is None:
-        out.extend(dec.decode(body))
-    else:
-        for i in range(0, len(body), step):
-            out.extend(dec.decode(body[i : i + step]))
-    out.extend(dec.flush())
-    return out
-
-
 def frames(*chunks: dict[str, Any] | str) -> bytes:
     """Chat SSE from chunk objects (a str is sent verbatim, e.g. "[DONE]")."""
     out = b""
@@ -50,20 +39,6 @@ def frames(*chunks: dict[str, Any] | str) -> bytes:
         data = ch if isinstance(ch, str) else json.dumps(ch)
         out += b"data: " + data.encode() + b"\n\n"
     return out
-
-
-def decode_stream(body: bytes, step: int | None = None) -> list[c.StreamEvent]:
-    dec = CODEC.stream_decoder()
-    out: list[c.StreamEvent] = []
-    for ev in sse_events(body, step):
-        out.extend(dec.feed(ev))
-    out.extend(dec.close())
-    return out
-
-
-def encode_stream(events: Iterable[c.StreamEvent], request: c.Request | None = None) -> bytes:
-    enc = CODEC.stream_encoder(request or req(stream=True))
-    return b"".join(enc.encode(ev) for ev in events)
 
 
 def chunk(
@@ -167,3 +142,11 @@ def sdk_accumulate(body: bytes) -> ChatCompletion:
     # The snapshot, not get_final_completion(): the latter parses and raises on length.
     snapshot = state.current_completion_snapshot
     return ChatCompletion.model_validate(snapshot.model_dump(exclude_unset=True))
+
+
+def decode_stream(body: bytes, step: int | None = None) -> list[c.StreamEvent]:
+    return _codec.decode_stream(CODEC, body, step)
+
+
+def encode_stream(events: Iterable[c.StreamEvent], request: c.Request | None = None) -> bytes:
+    return _codec.encode_stream(CODEC, events, request or req(stream=True))

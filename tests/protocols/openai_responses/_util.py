@@ -15,8 +15,9 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import unfold
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols.openai_responses import CODEC
-from proxai_asgi.sse import SSEDecoder, SSEEvent
 from tests.helpers.validate_responses import ResponsesStream, validate_responses_stream
+from tests.protocols import _codec
+from tests.protocols._codec import sse_events
 
 
 def req(**kw: Any) -> c.Request:
@@ -39,18 +40,6 @@ def encode_req(request: c.Request, lossy: bool = False) -> tuple[dict[str, Any],
     return out, report
 
 
-def sse_events(body: bytes, step: int | None = None) -> list[SSEEvent]:
-    dec = SSEDecoder()
-    out: list[SSEEvent] = []
-    if step is None:
-        out.extend(dec.decode(body))
-    else:
-        for i in range(0, len(body), step):
-            out.extend(dec.decode(body[i : i + step]))
-    out.extend(dec.flush())
-    return out
-
-
 def frames(*events: dict[str, Any] | str, event_lines: bool = True) -> bytes:
     """Responses SSE from event objects (a str is sent verbatim as data)."""
     out = b""
@@ -63,20 +52,6 @@ def frames(*events: dict[str, Any] | str, event_lines: bool = True) -> bytes:
             out += b"event: " + str(ev["type"]).encode() + b"\n"
         out += b"data: " + data + b"\n\n"
     return out
-
-
-def decode_stream(body: bytes, step: int | None = None) -> list[c.StreamEvent]:
-    dec = CODEC.stream_decoder()
-    out: list[c.StreamEvent] = []
-    for ev in sse_events(body, step):
-        out.extend(dec.feed(ev))
-    out.extend(dec.close())
-    return out
-
-
-def encode_stream(events: Iterable[c.StreamEvent], request: c.Request | None = None) -> bytes:
-    enc = CODEC.stream_encoder(request or req(stream=True))
-    return b"".join(enc.encode(ev) for ev in events)
 
 
 def encode_validated(
@@ -131,3 +106,11 @@ def client_json(resp: c.Response, request: c.Request | None = None) -> dict[str,
     out: dict[str, Any] = json.loads(CODEC.encode_response(resp, request or req()))
     Response.model_validate(out)
     return out
+
+
+def decode_stream(body: bytes, step: int | None = None) -> list[c.StreamEvent]:
+    return _codec.decode_stream(CODEC, body, step)
+
+
+def encode_stream(events: Iterable[c.StreamEvent], request: c.Request | None = None) -> bytes:
+    return _codec.encode_stream(CODEC, events, request or req(stream=True))
