@@ -85,9 +85,11 @@ class Reasoning(msgspec.Struct, tag="reasoning", kw_only=True):
     """Model reasoning: Anthropic thinking / redacted_thinking, Responses reasoning
     items, Chat ``reasoning_content``.
 
-    Opaque carriers are kept so a client can replay them: ``signature`` (Anthropic),
-    ``redacted`` (Anthropic redacted_thinking data), ``encrypted_content`` (Responses).
-    ``reasoning_carry`` packs one protocol's carrier into the other's field.
+    The provider's opaque tokens are kept so a client can replay them, each kind in its
+    own field (``reasoning_carry.TOKENS``): a thinking ``signature``, ``redacted``
+    thinking data, ``encrypted_content`` with its ``item_id``, a ``thought_signature``.
+    A client whose protocol has no field for a token gets it packed by
+    ``reasoning_carry`` and gives it back the same way.
     """
 
     text: str = ""
@@ -96,6 +98,7 @@ class Reasoning(msgspec.Struct, tag="reasoning", kw_only=True):
     redacted: str | None = None
     encrypted_content: str | None = None
     item_id: str | None = None
+    thought_signature: str | None = None
 
 
 class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
@@ -280,13 +283,14 @@ class BlockDelta(msgspec.Struct, tag="block_delta", kw_only=True):
 
 
 class BlockSignature(msgspec.Struct, tag="block_signature", kw_only=True):
-    """An opaque carrier for a reasoning block, once known (Anthropic signature_delta,
-    Responses encrypted_content at item done)."""
+    """A reasoning block's opaque tokens, once known (a signature delta, an
+    encrypted_content at item done, a thought signature); fields as on ``Reasoning``."""
 
     index: int
     signature: str | None = None
     encrypted_content: str | None = None
-    item_id: str | None = None  # the Responses item id that goes with encrypted_content
+    item_id: str | None = None  # goes with encrypted_content
+    thought_signature: str | None = None
 
 
 class Citations(msgspec.Struct, tag="citations", kw_only=True):

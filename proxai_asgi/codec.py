@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, Protocol, TypeVa
 import msgspec
 
 from . import canonical as c
+from . import reasoning_carry
 from .errors import ProxyError, TranslationReport
 from .settings import UpstreamOptions as UpstreamOptions  # what encoders consult
 from .sse import SSEEvent
@@ -265,10 +266,7 @@ def fold(events: Sequence[c.StreamEvent]) -> c.Response:
         elif isinstance(ev, c.BlockSignature):
             p = blocks.get(ev.index)
             if isinstance(p, c.Reasoning):
-                if ev.signature is not None:
-                    p.signature = ev.signature
-                if ev.encrypted_content is not None:
-                    p.encrypted_content = ev.encrypted_content
+                reasoning_carry.take(p, ev)
         elif isinstance(ev, c.Citations):
             p = blocks.get(ev.index)
             if isinstance(p, c.Text):
@@ -377,8 +375,12 @@ def unfold(response: c.Response) -> list[c.StreamEvent]:
                 )
                 if p.text:
                     out.append(c.BlockDelta(index=i, text=p.text))
-                if p.signature is not None:
-                    out.append(c.BlockSignature(index=i, signature=p.signature))
+                if p.signature is not None or p.thought_signature is not None:
+                    out.append(
+                        c.BlockSignature(
+                            index=i, signature=p.signature, thought_signature=p.thought_signature
+                        )
+                    )
         else:
             continue  # server tool parts have no canonical stream shape
         out.append(c.BlockStop(index=i))

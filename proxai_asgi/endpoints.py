@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import anyio
+
 from .codec import PathCall
 from .errors import ProxyError
 from .model_rewrite import rewrite_model
@@ -32,6 +34,9 @@ logger = logging.getLogger("proxai_asgi")
 _GLOB = frozenset("*?[")
 _KEPT = (b"content-type", b"request-id")
 MAX_COUNT_BODY = 1024 * 1024
+# A listing is a courtesy: a slow or huge one is skipped, never waited on.
+_LISTING_TIMEOUT = 5.0
+_MAX_LISTING = 4 * 1024 * 1024
 
 
 async def count_tokens(ex: Exchange, body: bytes) -> None:
@@ -77,14 +82,20 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
         return []
     codec = get_codec(up.protocol)
     out_headers = upstream_headers(headers, up, passthrough=False, stream=False)
-    import httpx  # loaded by ``client`` already
-
+    body = b""  # no listing: a failure here must not break the client's
+    with anyio.move_on_after(_LISTING_TIMEOUT):
+        try:
+            async with mw.open_upstream(
+                {}, up, out_headers, b"", None, raw=False, get=codec.models_url(up.base_url)
+            ) as resp:
+                if resp.status == 200:
+                    body = await resp.read(_MAX_LISTING)
+        except ProxyError:
+            body = b""
     try:
-        r = await mw.http.client.get(
-            codec.models_url(up.base_url), headers=out_headers, timeout=5.0
-        )
-        ids = codec.model_ids(r.content)
-    except (httpx.HTTPError, ProxyError, ValueError, AttributeError, TypeError, KeyError):
+        ids = codec.model_ids(body) if body else []
+    except (ValueError, AttributeError, TypeError, KeyError):
+        ids = []
+    if not ids:
         logger.debug("model list of %s unavailable", up.label)
-        return []
     return [i for i in ids if route.matches(i)]

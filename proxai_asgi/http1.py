@@ -228,6 +228,7 @@ class Http1Pool:
         *,
         raw: bool,
         url: str | None = None,
+        method: bytes = b"POST",
     ) -> AsyncIterator[UpstreamResponse]:
         """Send the request (to ``url``, default the upstream's); yields once the
         answer's headers arrived. ``raw`` keeps the body's content-encoding
@@ -247,7 +248,9 @@ class Http1Pool:
                 conn = await self._checkout(key, upstream.connect_timeout)
                 try:
                     head = await self._exchange_head(
-                        conn, _request(conn, target, headers, body, raw=raw), upstream.read_timeout
+                        conn,
+                        _request(conn, target, method, headers, body, raw=raw),
+                        upstream.read_timeout,
                     )
                     break
                 except _Stale:
@@ -453,15 +456,19 @@ def _connect_error(exc: OSError) -> ProxyError:
     )
 
 
-def _request(conn: _Conn, target: _Target, headers: RawHeaders, body: bytes, *, raw: bool) -> bytes:
+def _request(
+    conn: _Conn, target: _Target, method: bytes, headers: RawHeaders, body: bytes, *, raw: bool
+) -> bytes:
     """The whole request, framed by the connection's h11 state machine."""
-    out = [(b"host", target[3]), *headers, (b"content-length", str(len(body)).encode())]
+    out = [(b"host", target[3]), *headers]
+    if body or method != b"GET":
+        out.append((b"content-length", str(len(body)).encode()))
     if not raw:
         # Translated answers are parsed here: ask for them uncompressed.
         out.append((b"accept-encoding", b"identity"))
     h = conn.h11
     try:
-        head = h.send(h11.Request(method=b"POST", target=target[2], headers=out))
+        head = h.send(h11.Request(method=method, target=target[2], headers=out))
         data = h.send(h11.Data(data=body)) if body else b""
         end = h.send(h11.EndOfMessage())
     except h11.LocalProtocolError as exc:

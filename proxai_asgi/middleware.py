@@ -216,15 +216,18 @@ class ProxaiMiddleware:
         call: PathCall | None,
         *,
         raw: bool,
+        get: str | None = None,
     ) -> AbstractAsyncContextManager[UpstreamResponse]:
-        """The one transport choice: the wrapped app, the lean pool, or httpx."""
+        """The one transport choice: the wrapped app, the lean pool, or httpx. ``get``
+        asks an HTTP upstream for that URL (a side endpoint) instead of posting."""
         if up.inner:
+            assert get is None, "the wrapped app is only posted to"
             return open_inner(self.app, scope, up, headers, body, call)
-        url = up.url_for(call)
+        url, method = (up.url_for(call), b"POST") if get is None else (get, b"GET")
         lean = self.lean
         if lean is not None and lean.serves(up, url):
-            return lean.open(up, headers, body, raw=raw, url=url)
-        return self.http.open(up, headers, body, raw=raw, url=url)
+            return lean.open(up, headers, body, raw=raw, url=url, method=method)
+        return self.http.open(up, headers, body, raw=raw, url=url, method=method)
 
     def _lifespan_send(self, send: Send) -> Send:
         async def wrapped(message: Message) -> None:

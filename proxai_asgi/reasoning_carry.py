@@ -1,11 +1,16 @@
-"""Carry one protocol's opaque reasoning token inside the other's.
+"""Carry reasoning tokens through a client whose protocol has no field for them.
 
-Anthropic needs ``signature`` (or redacted ``data``) to accept replayed thinking;
-Responses needs ``encrypted_content`` to accept replayed reasoning items. When a
-client of one protocol talks to an upstream of the other, the upstream's token is
-packed into the client's field, and unpacked when the client replays it, so a
-multi-turn conversation keeps its reasoning. Packed values carry a prefix so they are
-never mistaken for (or sent to) a real provider as their own token.
+A provider accepts replayed reasoning only with the opaque token it issued for it. Each
+kind of token has its own field on ``canonical.Reasoning`` (``TOKENS``). A client codec
+shows the tokens its protocol has a field for as they are (its ``own``). If the part holds
+any other token, the codec packs the part's tokens into that one field as a map keyed by
+the canonical field names. When the client replays the part, the codec's decoder
+``restore``\\ s the fields. An upstream encoder therefore reads only its own fields, and
+no codec knows which protocol another token came from. Packed values carry a prefix, so
+they are never mistaken for a provider's own token, nor sent to one as such.
+
+The same envelope (``pack`` / ``unpack``) holds other payloads of ours too (compaction
+summaries), each with its own keys.
 """
 
 from __future__ import annotations
@@ -15,7 +20,19 @@ from typing import Any
 
 import msgspec
 
+from . import canonical as c
+
 PREFIX = "proxai1."
+
+# The canonical Reasoning fields that hold a provider's opaque token, and with them
+# ``item_id``, which goes with ``encrypted_content`` (Responses checks the two together).
+OPAQUE = ("signature", "redacted", "encrypted_content", "thought_signature")
+TOKENS = (*OPAQUE, "item_id")
+# Anthropic checks a thinking signature against the exact text it signed, and a client
+# may replay the part without that text (or with a summary of it): the text rides along.
+_TEXT_BOUND = "signature"
+# Keys of carriers packed before the map used the canonical field names.
+_LEGACY = {"id": "item_id", "s": "thought_signature"}
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
@@ -36,28 +53,87 @@ def unpack(value: str | None) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def pack_anthropic(
-    *, signature: str | None = None, redacted: str | None = None, text: str | None = None
-) -> str:
-    """An Anthropic thinking signature (with the thinking text it signs) or redacted
-    payload, for Responses encrypted_content. The text rides along because Anthropic
-    accepts the signature only with that exact text, and a client may replay the
-    reasoning item without its content."""
-    if redacted is not None:
-        return pack({"p": "anthropic", "redacted": redacted})
-    payload: dict[str, Any] = {"p": "anthropic", "signature": signature or ""}
-    if text is not None:
+def is_packed(value: str | None) -> bool:
+    return bool(value) and value.startswith(PREFIX)  # type: ignore[union-attr]
+
+
+def holds_token(r: c.Reasoning) -> bool:
+    return any(getattr(r, name) is not None for name in OPAQUE)
+
+
+def foreign(r: c.Reasoning, own: tuple[str, ...]) -> bool:
+    """Whether ``r`` holds a token the client's protocol has no field for."""
+    return any(name not in own and getattr(r, name) is not None for name in OPAQUE)
+
+
+def pack_tokens(r: c.Reasoning, text: str | None = None) -> str:
+    """Every token ``r`` holds, packed; with ``text`` when a token is bound to it."""
+    payload: dict[str, str] = {}
+    for name in TOKENS:
+        value = getattr(r, name)
+        if value is not None:
+            payload[name] = value
+    if _TEXT_BOUND in payload and text is not None:
         payload["t"] = text
     return pack(payload)
 
 
-def carried_text(payload: dict[str, Any], text: str) -> str:
-    """The thinking text a packed Anthropic signature was issued for; ``text`` (what the
-    client replayed) for carriers packed before the text rode along."""
+def client_token(r: c.Reasoning, own: tuple[str, ...], field: str) -> str | None:
+    """The value of the client's token field ``field`` for ``r``: its own token as the
+    upstream issued it, or every token packed when one is foreign to the client."""
+    if foreign(r, own):
+        return pack_tokens(r, r.text)
+    value: str | None = getattr(r, field)
+    return value
+
+
+def restore(
+    value: str | None, text: str, summary: bool, item_id: str | None = None
+) -> c.Reasoning | None:
+    """The reasoning part a packed token was made from, given the ``text`` and
+    ``summary`` flag the client replayed with it; None when ``value`` is not a carrier
+    of reasoning tokens (a provider's own token, or another payload of ours)."""
+    payload = unpack(value)
+    if payload is None:
+        return None
+    found: dict[str, str] = {}
+    for key, v in payload.items():
+        name = _LEGACY.get(key, key)
+        if name in TOKENS and isinstance(v, str):
+            found[name] = v
+    for name, v in list(found.items()):
+        if v.startswith(PREFIX):  # older carriers could nest one inside another
+            del found[name]
+            inner = restore(v, "", False)
+            for inner_name in TOKENS if inner is not None else ():
+                inner_value = getattr(inner, inner_name)
+                if inner_value is not None:
+                    found.setdefault(inner_name, inner_value)
+    if not found:
+        return None
+    if "redacted" in found:
+        return c.Reasoning(redacted=found["redacted"])
     signed = payload.get("t")
-    return signed if isinstance(signed, str) else text
+    if _TEXT_BOUND in found and isinstance(signed, str):
+        summary = summary and signed == text  # the signed text is the raw thinking
+        text = signed
+    if item_id is not None:
+        found.setdefault("item_id", item_id)
+    return c.Reasoning(text=text, summary=summary, **found)
 
 
-def pack_openai(*, encrypted_content: str | None, item_id: str | None) -> str:
-    """A Responses encrypted_content (and item id), for an Anthropic signature."""
-    return pack({"p": "openai", "encrypted_content": encrypted_content, "id": item_id})
+def restored_tokens(value: str) -> dict[str, str]:
+    """The tokens a packed value carries, by field; empty when it carries none. For a
+    stream, where the text has already gone by."""
+    r = restore(value, "", False)
+    if r is None:
+        return {}
+    return {name: v for name in TOKENS if (v := getattr(r, name)) is not None}
+
+
+def take(r: c.Reasoning, ev: c.BlockSignature) -> None:
+    """Record on ``r`` the tokens a stream's signature event brings."""
+    for name in ("signature", "encrypted_content", "item_id", "thought_signature"):
+        value = getattr(ev, name)
+        if value is not None:
+            setattr(r, name, value)

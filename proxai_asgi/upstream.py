@@ -284,6 +284,7 @@ class HttpTransport:
         *,
         raw: bool,
         url: str | None = None,
+        method: bytes = b"POST",
     ) -> AsyncIterator[UpstreamResponse]:
         """Send the request (to ``url``, default the upstream's); yields once headers
         arrived. ``raw`` keeps the body's content-encoding (pass-through) instead of
@@ -293,7 +294,7 @@ class HttpTransport:
         timeout = httpx.Timeout(upstream.read_timeout, connect=upstream.connect_timeout)
         client = self.client_for(upstream)
         request = client.build_request(
-            "POST", url or upstream.url, content=body, headers=headers, timeout=timeout
+            method.decode(), url or upstream.url, content=body, headers=headers, timeout=timeout
         )
         try:
             response = await client.send(request, stream=True)

@@ -7,6 +7,7 @@ import json
 import anthropic
 import httpx
 import openai
+import pytest
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from tests.helpers.servers import FakeUpstream, Reply, serve
@@ -76,3 +77,41 @@ def test_codex_asking_with_client_version_gets_the_models_key() -> None:
     assert [m["slug"] for m in body["models"]] == ["house"]
     assert [m["id"] for m in body["data"]] == ["house"]
     assert "models" not in plain
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["default", "httpx"])
+def test_a_glob_routes_listing_takes_the_same_transport_as_generation(lean: bool) -> None:
+    """Issue 12: the side endpoints get their upstream through the one transport
+    choice; by default that is the lean pool, which keeps the connection for later."""
+    listing = {"data": [{"id": "gpt-9"}, {"id": "o9"}]}
+    fake = FakeUpstream().push(Reply(200, JSON, [json.dumps(listing).encode()]))
+    with serve(fake) as up_url:
+        up = Upstream("openai_chat_completions", up_url + "/v1", api_key="sk-up")
+        app = ProxaiMiddleware(fake, routes=[Route("gpt-*", up)], lean_http=lean)
+        with serve(app) as base:
+            o = openai.OpenAI(base_url=base + "/v1", api_key="k", max_retries=0)
+            assert [m.id for m in o.models.list()] == ["gpt-9"]
+            if lean:
+                assert app.lean is not None and app.lean.idle == 1
+    seen = fake.seen[0]
+    assert (seen.path, seen.body) == ("/v1/models", b"")
+    assert seen.headers["authorization"] == "Bearer sk-up"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(500, JSON, [b'{"error": {"message": "down"}}']),
+        Reply(200, JSON, [b"<html>not json</html>"]),
+        Reply(200, JSON, [b'{"data": "not a list"}']),
+    ],
+    ids=["500", "not-json", "wrong-shape"],
+)
+def test_a_listing_the_upstream_cannot_give_leaves_the_exact_routes(reply: Reply) -> None:
+    fake = FakeUpstream().push(reply)
+    with serve(fake) as up_url:
+        up = Upstream("openai_chat_completions", up_url + "/v1")
+        app = ProxaiMiddleware(fake, routes=[Route("gpt-*", up), Route("house", up)])
+        with serve(app) as base:
+            body = httpx.get(base + "/v1/models").json()
+    assert [m["id"] for m in body["data"]] == ["house"]

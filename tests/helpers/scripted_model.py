@@ -36,7 +36,6 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
-from proxai_asgi.protocols.gemini_generate_content import signatures as gemini_signatures
 from proxai_asgi.upstream import Receive, Scope, Send
 
 FINAL_PREFIX = "The command printed: "
@@ -132,7 +131,7 @@ class ScriptedModel:
                 if self.protocol == "gemini_generate_content":
                     # Gemini 3 signs the function call part itself
                     sig = base64.b64encode(f"gemini-sig-scripted-{n:04d}".encode()).decode()
-                    content.insert(2, c.Reasoning(signature=gemini_signatures.pack(sig)))
+                    content.insert(2, c.Reasoning(thought_signature=sig))
             stop = "tool_use"
         elif results:
             content = [c.Text(text=FINAL_PREFIX + _text_of(results[-1].content).strip())]
@@ -204,10 +203,10 @@ class ScriptedModel:
                 ok = any(r.encrypted_content == want.encrypted_content for r in replayed)
                 what = f"reasoning encrypted_content {want.encrypted_content!r}"
             elif self.protocol == "gemini_generate_content":
-                sig = gemini_signatures.gemini_signature(want)
+                sig = want.thought_signature
                 if sig is None:
                     continue  # thought summaries are not replayed; signatures are
-                ok = any(gemini_signatures.gemini_signature(r) == sig for r in replayed)
+                ok = any(r.thought_signature == sig for r in replayed)
                 what = f"thoughtSignature {sig!r}"
             else:
                 continue  # Chat has no carrier to replay

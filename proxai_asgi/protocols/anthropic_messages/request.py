@@ -715,17 +715,8 @@ def _thinking_out(p: c.Reasoning) -> wire.ThinkingBlock | wire.RedactedThinkingB
     """Only reasoning Anthropic itself signed can be replayed to it."""
     if p.redacted is not None:
         return wire.RedactedThinkingBlock(data=p.redacted)
-    if p.signature and reasoning_carry.unpack(p.signature) is None:
+    if p.signature and not reasoning_carry.is_packed(p.signature):
         return wire.ThinkingBlock(thinking=p.text, signature=p.signature)
-    payload = reasoning_carry.unpack(p.encrypted_content)
-    if payload is not None and payload.get("p") == "anthropic":
-        redacted = payload.get("redacted")
-        if isinstance(redacted, str):
-            return wire.RedactedThinkingBlock(data=redacted)
-        signature = payload.get("signature")
-        if isinstance(signature, str) and signature:
-            text = reasoning_carry.carried_text(payload, p.text)
-            return wire.ThinkingBlock(thinking=text, signature=signature)
     return None
 
 

@@ -62,17 +62,11 @@ def citations_in(citations: Iterable[wire.Citation] | None) -> list[c.Citation] 
 
 
 def reasoning_from_thinking(thinking: str, signature: str) -> c.Reasoning:
-    """A thinking block; a signature that carries a packed Responses token (one we
-    minted for this client earlier) is unpacked back into ``encrypted_content``."""
-    payload = reasoning_carry.unpack(signature)
-    if payload is not None and payload.get("p") == "openai":
-        enc = payload.get("encrypted_content")
-        item = payload.get("id")
-        return c.Reasoning(
-            text=thinking,
-            encrypted_content=enc if isinstance(enc, str) else None,
-            item_id=item if isinstance(item, str) else None,
-        )
+    """A thinking block; a signature that is a carrier we packed for this client earlier
+    gives back the tokens it holds."""
+    carried = reasoning_carry.restore(signature, thinking, False)
+    if carried is not None:
+        return carried
     return c.Reasoning(text=thinking, signature=signature or None)
 
 
@@ -102,16 +96,14 @@ def citation_out(x: c.Citation) -> wire.Citation:
     )
 
 
-def client_signature(
-    signature: str | None, encrypted_content: str | None, item_id: str | None
-) -> str:
-    """The signature an Anthropic client sees: the upstream's own, or a Responses
-    token packed so the client can replay it, or ""."""
-    if signature:
-        return signature
-    if encrypted_content:
-        return reasoning_carry.pack_openai(encrypted_content=encrypted_content, item_id=item_id)
-    return ""
+# The tokens an Anthropic client has fields for: a thinking block's signature and a
+# redacted_thinking block's data. Any other rides in the signature, packed.
+OWN_TOKENS = ("signature", "redacted")
+
+
+def client_signature(r: c.Reasoning) -> str:
+    """The signature an Anthropic client sees for ``r`` ("" for none)."""
+    return reasoning_carry.client_token(r, OWN_TOKENS, "signature") or ""
 
 
 def client_tool_id(call_id: str, upstream_id: str, n: int) -> str:
@@ -272,7 +264,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
             if p.redacted is not None:
                 blocks.append(wire.RedactedThinkingBlock(data=p.redacted))
             else:
-                sig = client_signature(p.signature, p.encrypted_content, p.item_id)
+                sig = client_signature(p)
                 blocks.append(wire.ThinkingBlock(thinking=p.text, signature=sig))
         # ServerToolUse (and request-only parts) have no client shape here: skipped.
     stop, details = final_stop(

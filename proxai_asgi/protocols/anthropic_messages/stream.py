@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy, tokens
+from ... import ids, policy, reasoning_carry, tokens
 from ...errors import ProxyError
 from ...sse import frame_head
 from . import wire
@@ -47,7 +47,6 @@ from .response import (
     client_tool_id,
     custom_tool_input,
     final_stop,
-    reasoning_from_thinking,
     usage_in,
     usage_out,
 )
@@ -328,9 +327,9 @@ class AnthropicStreamDecoder:
 
 
 def _signature_event(index: int, signature: str) -> c.BlockSignature:
-    r = reasoning_from_thinking("", signature)
-    if r.encrypted_content is not None:  # our own packed Responses token, coming back
-        return c.BlockSignature(index=index, encrypted_content=r.encrypted_content)
+    carried = reasoning_carry.restored_tokens(signature)  # a carrier of ours, back
+    if carried:
+        return c.BlockSignature(index=index, **carried)
     return c.BlockSignature(index=index, signature=signature)
 
 
@@ -406,11 +405,9 @@ class _ClientBlock:
         "args",
         "delta_head",
         "direct",
-        "encrypted_content",
         "index",
-        "item_id",
         "kind",
-        "signature",
+        "reasoning",
         "tool_kind",
         "wire_index",
     )
@@ -425,9 +422,12 @@ class _ClientBlock:
         # tool input; not refusal text, which is also kept, nor custom tool input, held
         # to the stop): ``_on_block_delta``'s fast path.
         self.direct = False
-        self.signature: str | None = None
-        self.encrypted_content = start.encrypted_content
-        self.item_id = start.item_id
+        # A reasoning block's tokens (its text goes out as it comes).
+        self.reasoning: c.Reasoning | None = None
+        if start.kind == "reasoning":
+            self.reasoning = c.Reasoning(
+                encrypted_content=start.encrypted_content, item_id=start.item_id
+            )
         self.args: list[str] = []  # custom tool input, sent whole at stop
 
 
@@ -603,10 +603,8 @@ class AnthropicStreamEncoder:
                 return block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL
             return b""  # redacted reasoning has no deltas
         if isinstance(ev, c.BlockSignature):
-            if ev.signature is not None:
-                block.signature = ev.signature
-            if ev.encrypted_content is not None:
-                block.encrypted_content = ev.encrypted_content
+            if block.reasoning is not None:
+                reasoning_carry.take(block.reasoning, ev)
             return b""
         if block.wire_index is None or kind != "text":
             return b""  # citations need text to attach to
@@ -618,8 +616,8 @@ class AnthropicStreamEncoder:
         block = self._block
         assert block is not None
         out = b""
-        if block.kind == "reasoning":
-            sig = client_signature(block.signature, block.encrypted_content, block.item_id)
+        if block.reasoning is not None:
+            sig = client_signature(block.reasoning)
             if sig:
                 out = self._delta(wire.SignatureDelta(signature=sig))
         elif block.kind == "tool_call" and block.tool_kind == "custom":

@@ -649,7 +649,7 @@ def _model_out(content: list[c.Part], report: TranslationReport) -> list[wire.Pa
     calls = 0
     for p in content:
         if type(p) is c.Reasoning:
-            sig = signatures.gemini_signature(p)
+            sig = p.thought_signature
             if sig is None:
                 report.drop("reasoning")  # not Gemini's: Gemini would not accept it
             elif p.text:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import msgspec
 
 from ... import canonical as c
-from ... import ids
+from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from . import signatures, wire
 
@@ -153,10 +153,10 @@ def parts_in(
     for p in parts:
         if p.thought and p.text is not None:
             last = out[-1] if out else None
-            if type(last) is c.Reasoning and last.signature is None and last.summary:
+            if type(last) is c.Reasoning and last.summary and not reasoning_carry.holds_token(last):
                 last.text += p.text
                 if p.thought_signature:
-                    last.signature = signatures.reasoning_in("", p.thought_signature).signature
+                    signatures.seal(last, p.thought_signature)
             else:
                 out.append(signatures.reasoning_in(p.text, p.thought_signature))
             continue
@@ -269,7 +269,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     for p in response.content:
         part: wire.Part
         if type(p) is c.Reasoning:
-            own = signatures.gemini_signature(p)
+            own = p.thought_signature
             if own is not None and p.text:  # Gemini's own, where Gemini put it
                 parts.append(wire.Part(text=p.text, thought=True, thought_signature=own))
                 continue

@@ -1,16 +1,13 @@
 """Gemini thought signatures in the hub, and other providers' tokens for Gemini clients.
 
-In the canonical model a Gemini ``thoughtSignature`` is a ``Reasoning.signature``
-packed as ``{"p": "gemini", "s": <signature>}`` (``reasoning_carry``): an Anthropic
-client replays it as a thinking signature, a Responses client as encrypted_content,
-and the Anthropic and OpenAI encoders never send a packed value to their provider.
+A Gemini ``thoughtSignature`` is a canonical ``Reasoning.thought_signature``. A
+signature Gemini put on a *non-thought* part (a ``functionCall``, or a text part) is a
+``Reasoning`` with empty text placed right before that part; the Gemini encoders put it
+back on the part that follows it.
 
-A signature Gemini put on a *non-thought* part (a ``functionCall``, or a text part) is
-a ``Reasoning`` with empty text placed right before that part; the Gemini encoders put
-it back on the part that follows it. Gemini clients see other providers' tokens (an
-Anthropic signature or redacted payload, a Responses encrypted_content) packed, with
-the thought's text, in the ``thoughtSignature`` of the part after the thought (the
-function call, usually), where Gemini CLI keeps signatures, and give them back there. A
+A Gemini client sees any other provider's tokens packed (``reasoning_carry``), with the
+thought's text, in the ``thoughtSignature`` of the part after the thought (the function
+call, usually), where Gemini CLI keeps signatures, and gives them back there. A
 ``thoughtSignature`` is base64 bytes to the SDKs (google-genai rejects anything else),
 so a packed token is base64-encoded once more on its way to a Gemini client.
 
@@ -29,12 +26,13 @@ from ... import reasoning_carry
 
 SKIP_VALIDATOR = "skip_thought_signature_validator"
 
-
-def pack(signature: str) -> str:
-    return reasoning_carry.pack({"p": "gemini", "s": signature})
-
+# The token a Gemini client has a field for. Any other rides in it, packed.
+OWN_TOKENS = ("thought_signature",)
 
 _PACKED = reasoning_carry.PREFIX.encode()
+# Every value we pack starts with these base64 characters (the prefix's first six
+# bytes), in both alphabets: Gemini's own signatures are told apart without decoding.
+_PACKED_HEAD = base64.b64encode(_PACKED[:6]).decode("ascii")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
@@ -42,9 +40,11 @@ def _to_client(packed: str) -> str:
     return base64.b64encode(packed.encode()).decode("ascii")
 
 
-def _from_client(signature: str) -> dict[str, object] | None:
-    """The payload of a token we packed for a Gemini client (the SDKs may give it back
-    in the URL-safe alphabet, or unpadded); None for Gemini's own signatures."""
+def _from_client(signature: str) -> str | None:
+    """The packed value inside a signature we gave a Gemini client (the SDKs may give
+    it back in the URL-safe alphabet, or unpadded); None for Gemini's own."""
+    if not signature.startswith(_PACKED_HEAD):
+        return None
     raw = signature.encode("ascii", "replace").translate(_URLSAFE)
     try:
         decoded = base64.b64decode(raw + b"=" * (-len(raw) % 4))
@@ -52,84 +52,48 @@ def _from_client(signature: str) -> dict[str, object] | None:
         return None
     if not decoded.startswith(_PACKED):
         return None
-    return reasoning_carry.unpack(decoded.decode("utf-8", "replace"))
-
-
-def gemini_signature(r: c.Reasoning) -> str | None:
-    """The Gemini signature a reasoning part carries, if it carries one."""
-    payload = reasoning_carry.unpack(r.signature)
-    if payload is not None and payload.get("p") == "gemini":
-        s = payload.get("s")
-        return s if isinstance(s, str) and s else None
-    return None
+    return decoded.decode("utf-8", "replace")
 
 
 def reasoning_in(text: str, signature: str | None) -> c.Reasoning:
-    """A thought (or a bare signature) from a Gemini body: Gemini's own signature
-    packed; a token we packed for a Gemini client earlier, unpacked to its provider's
-    field."""
+    """A thought (or a bare signature) from a Gemini body: Gemini's own signature as
+    its own token; a carrier we packed for a Gemini client earlier, restored."""
     if not signature:
         return c.Reasoning(text=text, summary=True)
-    payload = _from_client(signature)
-    if payload is None:
-        return c.Reasoning(text=text, summary=True, signature=pack(signature))
-    p = payload.get("p")
-    carried_text = payload.get("t")
-    if not text and isinstance(carried_text, str):
-        text = carried_text  # the client dropped the thought part; its text came along
-    if p == "anthropic":
-        redacted = payload.get("redacted")
-        if isinstance(redacted, str):
-            return c.Reasoning(redacted=redacted)
-        sig = payload.get("signature")
-        return c.Reasoning(text=text, signature=sig if isinstance(sig, str) and sig else None)
-    if p == "openai":
-        enc, item = payload.get("encrypted_content"), payload.get("id")
-        return c.Reasoning(
-            text=text,
-            summary=True,
-            encrypted_content=enc if isinstance(enc, str) else None,
-            item_id=item if isinstance(item, str) else None,
-        )
-    return c.Reasoning(text=text, summary=True)
+    packed = _from_client(signature)
+    if packed is None:
+        return c.Reasoning(text=text, summary=True, thought_signature=signature)
+    carried = reasoning_carry.restore(packed, text, True)
+    return carried if carried is not None else c.Reasoning(text=text, summary=True)
+
+
+def seal(r: c.Reasoning, signature: str) -> None:
+    """The signature that ends a thought, taken onto the thought's part."""
+    carried = reasoning_in(r.text, signature)
+    r.text, r.summary = carried.text, carried.summary
+    for name in reasoning_carry.TOKENS:
+        setattr(r, name, getattr(carried, name))
 
 
 def client_signature(r: c.Reasoning) -> str | None:
     """The ``thoughtSignature`` a Gemini client sees for a reasoning part: Gemini's own,
-    or another provider's token packed so the client can replay it, or None."""
-    own = gemini_signature(r)
-    if own is not None:
-        return own
-    # The thought's text rides along: Gemini CLI keeps signatures but drops thought
-    # parts from its history, and an Anthropic signature is only valid with its text.
-    if r.redacted is not None:
-        return _to_client(reasoning_carry.pack({"p": "anthropic", "redacted": r.redacted}))
-    if r.signature:
-        return _to_client(
-            reasoning_carry.pack({"p": "anthropic", "signature": r.signature, "t": r.text})
-        )
-    if r.encrypted_content:
-        payload = {"p": "openai", "encrypted_content": r.encrypted_content, "id": r.item_id}
-        return _to_client(reasoning_carry.pack(payload))
-    return None
+    or the part's tokens packed so the client can replay them, or None."""
+    if reasoning_carry.foreign(r, OWN_TOKENS):
+        # The thought's text rides along: Gemini CLI keeps signatures but drops thought
+        # parts from its history, and some tokens are only valid with their text.
+        return _to_client(reasoning_carry.pack_tokens(r, r.text))
+    return r.thought_signature
 
 
 def merge_carrier(out: list[c.Part], r: c.Reasoning) -> bool:
     """Another provider's token on a non-thought part belongs to the thought right
     before it (when the client kept that thought): one reasoning part, not two."""
     last = out[-1] if out else None
-    if gemini_signature(r) is not None or type(last) is not c.Reasoning:
+    if r.thought_signature is not None or type(last) is not c.Reasoning:
         return False
-    if last.signature or last.encrypted_content or last.redacted is not None:
+    if reasoning_carry.holds_token(last):
         return False
-    last.signature, last.encrypted_content = r.signature, r.encrypted_content
-    last.item_id, last.redacted = r.item_id, r.redacted
-    last.text = last.text or r.text
-    if r.redacted is not None:
-        last.text = ""
+    for name in reasoning_carry.TOKENS:
+        setattr(last, name, getattr(r, name))
+    last.text = "" if r.redacted is not None else last.text or r.text
     return True
-
-
-def is_bare_gemini(r: c.Reasoning) -> bool:
-    """A Gemini signature that belonged to the next (non-thought) part."""
-    return not r.text and r.redacted is None and gemini_signature(r) is not None

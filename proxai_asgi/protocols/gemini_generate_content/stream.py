@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ... import canonical as c
+from ... import reasoning_carry
 from ...errors import ProxyError
 from ...sse import encode_event
 from . import signatures, wire
@@ -174,13 +175,14 @@ class GeminiStreamDecoder:
             out.append(c.BlockStop(index=self._open))
             self._open = None
 
-    def _signature(self, index: int, signature: str) -> c.BlockSignature:
-        r = signatures.reasoning_in("", signature)
+    @staticmethod
+    def _tokens(index: int, r: c.Reasoning) -> c.BlockSignature:
         return c.BlockSignature(
             index=index,
             signature=r.signature,
             encrypted_content=r.encrypted_content,
             item_id=r.item_id,
+            thought_signature=r.thought_signature,
         )
 
     def _part(self, p: wire.Part, out: list[c.StreamEvent]) -> None:
@@ -193,25 +195,33 @@ class GeminiStreamDecoder:
             if p.text:
                 out.append(c.BlockDelta(index=self._open, text=p.text))
             if sig:
-                out.append(self._signature(self._open, sig))
+                out.append(self._tokens(self._open, signatures.reasoning_in("", sig)))
                 self._sealed = True
             return
-        if sig:  # a bare signature: a reasoning block of its own, before the part
-            bare = signatures.reasoning_in("", sig)
-            if (
-                signatures.gemini_signature(bare) is None
-                and self._open is not None
-                and self._open_kind == _THOUGHT
-                and not self._sealed
-            ):  # another provider's token for the open thought
-                out.append(self._signature(self._open, sig))
-                self._sealed = True
-                sig = None
-        if sig:
+        # A signature on a non-thought part: another provider's token for the open
+        # thought, or a reasoning block of its own before the part.
+        bare = signatures.reasoning_in("", sig) if sig else None
+        if (
+            bare is not None
+            and bare.thought_signature is None
+            and bare.redacted is None
+            and self._open is not None
+            and self._open_kind == _THOUGHT
+            and not self._sealed
+        ):
+            out.append(self._tokens(self._open, bare))
+            self._sealed = True
+            bare = None
+        if bare is not None:
             self._close_open(out)
             i = self._new()
-            out.append(c.BlockStart(index=i, kind="reasoning", summary=True))
-            out.append(self._signature(i, sig))
+            if bare.redacted is not None:
+                out.append(c.BlockStart(index=i, kind="redacted_reasoning", redacted=bare.redacted))
+            else:
+                out.append(c.BlockStart(index=i, kind="reasoning", summary=bare.summary))
+                if bare.text:  # the text a packed token rode with
+                    out.append(c.BlockDelta(index=i, text=bare.text))
+                out.append(self._tokens(i, bare))
             out.append(c.BlockStop(index=i))
         if p.function_call is not None:
             self._close_open(out)
@@ -331,12 +341,7 @@ class GeminiStreamEncoder:
     def _on_signature(self, ev: c.BlockSignature) -> bytes:
         block = self._blocks.get(ev.index)
         if block is not None:
-            if ev.signature is not None:
-                block.reasoning.signature = ev.signature
-            if ev.encrypted_content is not None:
-                block.reasoning.encrypted_content = ev.encrypted_content
-            if ev.item_id is not None:
-                block.reasoning.item_id = ev.item_id
+            reasoning_carry.take(block.reasoning, ev)
         return b""
 
     def _on_citations(self, ev: c.Citations) -> bytes:
@@ -353,7 +358,7 @@ class GeminiStreamEncoder:
         if block.kind in ("reasoning", "redacted_reasoning"):
             r = block.reasoning
             r.text = "".join(block.args)
-            own = signatures.gemini_signature(r)
+            own = r.thought_signature
             if own is not None and block.has_text:  # Gemini's own, where Gemini put it
                 return self._chunk([wire.Part(text="", thought=True, thought_signature=own)])
             carrier = own or signatures.client_signature(r)

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy
+from ... import ids, policy, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import validate
@@ -530,7 +530,7 @@ class _Encoder:
             elif type(p) is c.Refusal:
                 refusals.append(p.text)
             elif type(p) is c.Reasoning:
-                for opaque in ("signature", "redacted", "encrypted_content"):
+                for opaque in reasoning_carry.OPAQUE:
                     if getattr(p, opaque) is not None:
                         self.report.drop(f"assistant.reasoning.{opaque}")
                 if p.text:

@@ -840,16 +840,10 @@ def _tool_output(content: list[c.Part], report: TranslationReport) -> str | list
 
 
 def _reasoning_out(p: c.Reasoning, report: TranslationReport) -> w.ReasoningItem | None:
-    encrypted, item_id = p.encrypted_content, p.item_id
-    if encrypted is None and p.signature:
-        # Our own token carried through another protocol's signature field.
-        carried = reasoning_carry.unpack(p.signature)
-        if carried is not None and carried.get("p") == "openai":
-            encrypted = carried.get("encrypted_content")
-            item_id = item_id or carried.get("id")
-    if not encrypted or reasoning_carry.unpack(encrypted) is not None:
-        # Anthropic signatures, redacted thinking and raw text: OpenAI would reject them.
+    encrypted = p.encrypted_content
+    if not encrypted or reasoning_carry.is_packed(encrypted):
+        # Other providers' tokens and bare text: OpenAI would reject them.
         report.drop("reasoning")
         return None
     summary = [w.SummaryText(text=p.text)] if p.summary and p.text else []
-    return w.ReasoningItem(id=item_id, summary=summary, encrypted_content=encrypted)
+    return w.ReasoningItem(id=p.item_id, summary=summary, encrypted_content=encrypted)

@@ -67,16 +67,11 @@ def citations_in(annotations: list[w.UpAnnotation] | None) -> list[c.Citation]:
 def reasoning_in(
     text: str, summary: bool, encrypted: str | None, item_id: str | None
 ) -> c.Reasoning:
-    """A Responses reasoning item as a canonical part; an ``encrypted_content`` that
-    carries an Anthropic token gives back its signature / redacted payload."""
-    carried = reasoning_carry.unpack(encrypted)
-    if carried is not None and carried.get("p") == "anthropic":
-        if carried.get("redacted") is not None:
-            return c.Reasoning(redacted=str(carried["redacted"]))
-        signature = str(carried.get("signature", ""))
-        signed = reasoning_carry.carried_text(carried, text)
-        summary = summary and signed == text  # the signed text is raw thinking
-        return c.Reasoning(text=signed, summary=summary, signature=signature, item_id=item_id)
+    """A Responses reasoning item as a canonical part; an ``encrypted_content`` that is
+    a carrier we packed for this client earlier gives back the tokens it holds."""
+    carried = reasoning_carry.restore(encrypted, text, summary, item_id)
+    if carried is not None:
+        return carried
     return c.Reasoning(text=text, summary=summary, encrypted_content=encrypted, item_id=item_id)
 
 
@@ -273,16 +268,14 @@ def tool_item_id(kind: c.ToolKind, item_id: str | None, response_id: str, n: int
     return ids.item_id(prefix, response_id, n)
 
 
-def encrypted_out(
-    encrypted: str | None, signature: str | None, redacted: str | None, text: str
-) -> str | None:
-    """The ``encrypted_content`` a Responses client replays: our own token, or an
-    Anthropic token (with the ``text`` it signs) packed so it comes back to us intact."""
-    if redacted is not None:
-        return reasoning_carry.pack_anthropic(redacted=redacted)
-    if signature is not None:
-        return reasoning_carry.pack_anthropic(signature=signature, text=text)
-    return encrypted
+# The tokens a Responses client has fields for: a reasoning item's encrypted_content
+# and its id. Any other rides in encrypted_content, packed.
+OWN_TOKENS = ("encrypted_content", "item_id")
+
+
+def encrypted_out(r: c.Reasoning) -> str | None:
+    """The ``encrypted_content`` a Responses client replays for ``r``."""
+    return reasoning_carry.client_token(r, OWN_TOKENS, "encrypted_content")
 
 
 def reasoning_item(
@@ -475,7 +468,7 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
                     reasoning_item_id(p.item_id, rid, len(items)),
                     p.text,
                     p.summary,
-                    encrypted_out(p.encrypted_content, p.signature, p.redacted, p.text),
+                    encrypted_out(p),
                 )
             )
         # Server tool parts have no stream shape: dropped in both paths alike.

@@ -305,13 +305,12 @@ class ResponsesStreamDecoder:
             )
             if item.block is None:
                 self._whole_reasoning(item, up, encrypted, out)
-            else:
-                carried = reasoning_carry.unpack(encrypted)
-                if carried is not None and carried.get("p") == "anthropic":
-                    if carried.get("signature") is not None:
-                        sig = str(carried["signature"])
-                        out.append(c.BlockSignature(index=item.block, signature=sig))
-                elif encrypted:
+            elif encrypted:
+                carried = reasoning_carry.restored_tokens(encrypted)  # a carrier of ours
+                carried.pop("redacted", None)  # a streamed block cannot become redacted
+                if carried:
+                    out.append(c.BlockSignature(index=item.block, **carried))
+                else:
                     out.append(c.BlockSignature(index=item.block, encrypted_content=encrypted))
                 self._stop(item.block, out)
         elif item.kind is _TOOL and item.block is not None:
@@ -368,12 +367,13 @@ class ResponsesStreamDecoder:
             )
             if text:
                 out.append(c.BlockDelta(index=block, text=text))
-            if part.signature is not None or part.encrypted_content:
+            if part.signature is not None or part.encrypted_content or part.thought_signature:
                 out.append(
                     c.BlockSignature(
                         index=block,
                         signature=part.signature,
                         encrypted_content=part.encrypted_content,
+                        thought_signature=part.thought_signature,
                     )
                 )
         self._stop(block, out)
@@ -653,22 +653,21 @@ class _ReasoningBlock:
     __slots__ = (
         "chunks",
         "delta_head",
-        "encrypted",
         "item_id",
         "n",
         "part_open",
         "redacted",
-        "signature",
         "summary",
+        "tokens",
     )
 
     def __init__(self, n: int, item_id: str, start: c.BlockStart) -> None:
         self.n = n
         self.item_id = item_id
         self.summary = start.summary
-        self.encrypted = start.encrypted_content
         self.redacted = start.redacted
-        self.signature: str | None = None
+        # The block's tokens; its text is in ``chunks``.
+        self.tokens = c.Reasoning(encrypted_content=start.encrypted_content)
         self.chunks: list[str] = []
         self.part_open = False
         if self.summary:
@@ -1079,10 +1078,7 @@ class ResponsesStreamEncoder:
     def _signature(self, ev: c.BlockSignature) -> bytes:
         block = self._blocks.get(ev.index)
         if isinstance(block, _ReasoningBlock):
-            if ev.signature is not None:
-                block.signature = ev.signature
-            if ev.encrypted_content is not None:
-                block.encrypted = ev.encrypted_content
+            reasoning_carry.take(block.tokens, ev)
         return b""
 
     def _ignore(self, ev: c.MessageStart) -> bytes:
@@ -1165,7 +1161,9 @@ class ResponsesStreamEncoder:
                         sequence_number=self._next(),
                     )
                 )
-        encrypted = r.encrypted_out(block.encrypted, block.signature, block.redacted, text)
+        tokens = block.tokens
+        tokens.text, tokens.redacted = text, block.redacted
+        encrypted = r.encrypted_out(tokens)
         reasoning = r.reasoning_item(block.item_id, text, block.summary, encrypted)
         return out + self._item_done(block.n, reasoning)
 

@@ -329,7 +329,7 @@ def test_thinking_keeps_its_signature_and_redacted_thinking_its_data() -> None:
 
 
 def test_thinking_signature_carrying_an_openai_token_unpacks_to_encrypted_content() -> None:
-    sig = reasoning_carry.pack_openai(encrypted_content="gAAAA", item_id="rs_1")
+    sig = reasoning_carry.pack_tokens(c.Reasoning(encrypted_content="gAAAA", item_id="rs_1"))
     r, _ = decode_req(
         body(
             messages=[

@@ -208,17 +208,19 @@ def test_lossy_mode_drops_custom_tool_calls_with_their_results() -> None:
 
 
 def test_reasoning_replays_only_with_an_anthropic_signature() -> None:
-    packed_sig = reasoning_carry.pack_anthropic(signature="EvMC")
-    packed_red = reasoning_carry.pack_anthropic(redacted="EvgF")
+    """The encoder reads only the tokens Anthropic issues; a carrier still packed (the
+    client's decoder restores the ones it recognises) is never sent as a signature."""
+    packed = reasoning_carry.pack_tokens(c.Reasoning(signature="EvMC"), "t2")
     r = req(
         messages=[
             _user(c.Text(text="q")),
             _assistant(
                 c.Reasoning(text="t1", signature="sig1"),
                 c.Reasoning(redacted="red1"),
-                c.Reasoning(text="t2", encrypted_content=packed_sig, item_id="rs_1"),
-                c.Reasoning(encrypted_content=packed_red),
+                c.Reasoning(text="t2", signature=packed),
+                c.Reasoning(text="t2", encrypted_content=packed, item_id="rs_1"),
                 c.Reasoning(text="openai", encrypted_content="gAAAA", item_id="rs_2"),
+                c.Reasoning(text="gemini", thought_signature="c2lnbmVk"),
                 c.Reasoning(text="chat reasoning_content"),
                 c.Text(text="answer"),
             ),
@@ -228,8 +230,6 @@ def test_reasoning_replays_only_with_an_anthropic_signature() -> None:
     assert out["messages"][1]["content"] == [
         {"type": "thinking", "thinking": "t1", "signature": "sig1"},
         {"type": "redacted_thinking", "data": "red1"},
-        {"type": "thinking", "thinking": "t2", "signature": "EvMC"},
-        {"type": "redacted_thinking", "data": "EvgF"},
         {"type": "text", "text": "answer"},
     ]
     assert report.dropped == ["reasoning"]

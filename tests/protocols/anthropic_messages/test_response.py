@@ -104,7 +104,7 @@ def test_usage_input_counts_cache_reads_and_writes_in_canonical_semantics() -> N
 
 
 def test_thinking_keeps_signature_or_unpacks_a_carried_openai_token() -> None:
-    sig = reasoning_carry.pack_openai(encrypted_content="gAAA", item_id="rs_9")
+    sig = reasoning_carry.pack_tokens(c.Reasoning(encrypted_content="gAAA", item_id="rs_9"))
     r = CODEC.decode_response(
         _msg(
             content=[
@@ -334,7 +334,7 @@ def test_reasoning_becomes_thinking_with_the_signature_a_client_can_replay() -> 
             ],
         )
     )
-    packed = reasoning_carry.pack_openai(encrypted_content="gAAA", item_id="rs_1")
+    packed = reasoning_carry.pack_tokens(c.Reasoning(encrypted_content="gAAA", item_id="rs_1"))
     assert out["content"] == [
         {"type": "thinking", "thinking": "a", "signature": "EvMC"},
         {"type": "thinking", "thinking": "b", "signature": packed},

@@ -217,7 +217,7 @@ def test_empty_text_blocks_emit_nothing_and_use_no_index() -> None:
 
 
 def test_reasoning_signature_is_sent_before_the_block_stops() -> None:
-    packed = reasoning_carry.pack_openai(encrypted_content="gAAA", item_id="rs_1")
+    packed = reasoning_carry.pack_tokens(c.Reasoning(encrypted_content="gAAA", item_id="rs_1"))
     events: list[c.StreamEvent] = [
         START,
         c.BlockStart(index=0, kind="reasoning", summary=True, item_id="rs_1"),
@@ -236,7 +236,10 @@ def test_reasoning_signature_is_sent_before_the_block_stops() -> None:
     raw, s = checked_stream(events)
     assert [(b.type, b.signature) for b in s.blocks] == [
         ("thinking", packed),
-        ("thinking", reasoning_carry.pack_openai(encrypted_content="gBBB", item_id="rs_2")),
+        (
+            "thinking",
+            reasoning_carry.pack_tokens(c.Reasoning(encrypted_content="gBBB", item_id="rs_2")),
+        ),
         ("thinking", None),
         ("redacted_thinking", None),
     ]

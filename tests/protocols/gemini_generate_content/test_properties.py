@@ -126,7 +126,7 @@ def conversations(draw: st.DrawFn) -> c.Request:
         calls = []
         for k in range(draw(st.integers(0, 3))):
             if k == 0 and draw(st.booleans()):
-                parts.append(c.Reasoning(summary=True, signature=signatures.pack(draw(_sig))))
+                parts.append(c.Reasoning(summary=True, thought_signature=draw(_sig)))
             call = c.ToolCall(id=f"call_{n}", name=draw(_names), arguments='{"a":1}')
             n += 1
             calls.append(call)
@@ -163,9 +163,7 @@ def _with_sentinels(req: c.Request) -> c.Request:
             continue
         before = m.content[first - 1] if first else None
         if not isinstance(before, c.Reasoning):
-            sentinel = c.Reasoning(
-                summary=True, signature=signatures.pack(signatures.SKIP_VALIDATOR)
-            )
+            sentinel = c.Reasoning(summary=True, thought_signature=signatures.SKIP_VALIDATOR)
             m.content.insert(first, sentinel)
     return req
 
@@ -188,7 +186,7 @@ def answers(draw: st.DrawFn) -> c.Response:
     calls = draw(st.integers(0, 2))
     for k in range(calls):
         if k == 0 and draw(st.booleans()):
-            parts.append(c.Reasoning(summary=True, signature=signatures.pack(draw(_sig))))
+            parts.append(c.Reasoning(summary=True, thought_signature=draw(_sig)))
         parts.append(c.ToolCall(id=f"toolu_{k}", name=draw(_names), arguments='{"q":"x"}'))
     stop: c.StopReason = "tool_use" if calls else draw(st.sampled_from(["end_turn", "max_tokens"]))
     usage = c.Usage(input_tokens=draw(st.integers(0, 99)), output_tokens=draw(st.integers(0, 99)))

@@ -398,8 +398,8 @@ def test_reasoning_item_with_raw_reasoning_text_is_not_a_summary() -> None:
 
 
 def test_reasoning_item_carrying_an_anthropic_token_gives_the_token_back() -> None:
-    signed = reasoning_carry.pack_anthropic(signature="sig-1")
-    redacted = reasoning_carry.pack_anthropic(redacted="blob")
+    signed = reasoning_carry.pack_tokens(c.Reasoning(signature="sig-1"))
+    redacted = reasoning_carry.pack_tokens(c.Reasoning(redacted="blob"))
     creq, _ = decode_req(
         {
             "model": "m",
@@ -426,7 +426,7 @@ def test_the_signed_thinking_text_comes_back_from_the_carrier(content: list[Any]
     """Issue 17 defect 6: the carrier holds the text Anthropic signed, so a replay without
     content (or with other text) still gives Anthropic that text; a carrier packed before
     the text rode along (above) keeps the replayed text."""
-    signed = reasoning_carry.pack_anthropic(signature="sig-1", text="thinking...")
+    signed = reasoning_carry.pack_tokens(c.Reasoning(signature="sig-1"), "thinking...")
     item = {"type": "reasoning", "summary": [], "content": content, "encrypted_content": signed}
     creq, _ = decode_req({"model": "m", "input": [item]})
     (reasoning,) = creq.messages[0].content

@@ -234,7 +234,7 @@ def test_reasoning_with_its_own_encrypted_content_is_replayed_as_a_reasoning_ite
         c.Reasoning(text="thinking", signature="anthropic-sig"),
         c.Reasoning(redacted="blob"),
         c.Reasoning(text="raw text only"),
-        c.Reasoning(encrypted_content=reasoning_carry.pack_anthropic(signature="s")),
+        c.Reasoning(encrypted_content=reasoning_carry.pack_tokens(c.Reasoning(signature="s"))),
     ],
 )
 def test_reasoning_openai_would_reject_is_dropped_and_reported(part: c.Reasoning) -> None:
@@ -243,12 +243,25 @@ def test_reasoning_openai_would_reject_is_dropped_and_reported(part: c.Reasoning
     assert report.dropped == ["reasoning"]
 
 
-def test_our_own_token_carried_in_another_protocols_signature_is_replayed() -> None:
-    packed = reasoning_carry.pack_openai(encrypted_content="enc", item_id="rs_7")
-    body, _ = encode_req(req(messages=[assistant(c.Reasoning(text="t", signature=packed))]))
+def test_only_the_reasoning_items_own_token_is_replayed() -> None:
+    """The encoder reads encrypted_content and item_id only: a token of another kind,
+    or a carrier still packed in any field, never reaches OpenAI."""
+    packed = reasoning_carry.pack_tokens(c.Reasoning(encrypted_content="enc", item_id="rs_7"))
+    body, report = encode_req(
+        req(
+            messages=[
+                assistant(
+                    c.Reasoning(text="t", encrypted_content="enc", item_id="rs_7"),
+                    c.Reasoning(text="t", signature=packed),
+                    c.Reasoning(text="t", thought_signature="c2ln"),
+                )
+            ]
+        )
+    )
     assert body["input"] == [
         {"type": "reasoning", "summary": [], "id": "rs_7", "encrypted_content": "enc"}
     ]
+    assert report.dropped == ["reasoning"]
 
 
 def test_tools_map_function_custom_and_responses_hosted_tools() -> None:

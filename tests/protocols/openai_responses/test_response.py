@@ -112,13 +112,13 @@ def test_reasoning_items_become_reasoning_parts() -> None:
                 "type": "reasoning",
                 "id": "rs_3",
                 "summary": [],
-                "encrypted_content": reasoning_carry.pack_anthropic(signature="sig"),
+                "encrypted_content": reasoning_carry.pack_tokens(c.Reasoning(signature="sig")),
             },
             {
                 "type": "reasoning",
                 "id": "rs_4",
                 "summary": [],
-                "encrypted_content": reasoning_carry.pack_anthropic(redacted="r"),
+                "encrypted_content": reasoning_carry.pack_tokens(c.Reasoning(redacted="r")),
             },
         )
     )
@@ -327,12 +327,10 @@ def test_reasoning_parts_become_reasoning_items_carrying_their_tokens() -> None:
     assert signed["id"] == "rs_abc123_1" and signed["summary"] == []
     assert signed["content"] == [{"type": "reasoning_text", "text": "raw thinking"}]
     assert reasoning_carry.unpack(signed["encrypted_content"]) == {
-        "p": "anthropic",
         "signature": "sig",
         "t": "raw thinking",  # the text it signs rides along (issue 17 defect 6)
     }
     assert reasoning_carry.unpack(redacted["encrypted_content"]) == {
-        "p": "anthropic",
         "redacted": "blob",
     }
 

@@ -374,7 +374,9 @@ def test_an_anthropic_token_carried_in_encrypted_content_comes_back_as_signature
     signed = decode_stream(
         frames(
             *created(),
-            *reasoning_events(["t"], encrypted=reasoning_carry.pack_anthropic(signature="sig")),
+            *reasoning_events(
+                ["t"], encrypted=reasoning_carry.pack_tokens(c.Reasoning(signature="sig"))
+            ),
             completed(),
         )
     )
@@ -384,7 +386,7 @@ def test_an_anthropic_token_carried_in_encrypted_content_comes_back_as_signature
     redacted = decode_stream(
         frames(
             *created(),
-            *reasoning_events(encrypted=reasoning_carry.pack_anthropic(redacted="blob")),
+            *reasoning_events(encrypted=reasoning_carry.pack_tokens(c.Reasoning(redacted="blob"))),
             completed(),
         )
     )

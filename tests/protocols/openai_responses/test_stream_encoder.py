@@ -241,7 +241,6 @@ def test_raw_reasoning_streams_as_a_reasoning_text_part_and_packs_a_signature() 
         {"type": "reasoning_text", "text": "hmm"}
     ]
     assert reasoning_carry.unpack(item["encrypted_content"]) == {
-        "p": "anthropic",
         "signature": "sig",
         "t": "hmm",  # the streamed text it signs rides along (issue 17 defect 6)
     }
@@ -258,7 +257,6 @@ def test_redacted_reasoning_becomes_an_item_whose_encrypted_content_carries_it()
     )
     assert types(s.events)[2:4] == ["response.output_item.added", "response.output_item.done"]
     assert reasoning_carry.unpack(s.items[0]["encrypted_content"]) == {
-        "p": "anthropic",
         "redacted": "blob",
     }
 
