@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 
 import anthropic
 import httpx
@@ -112,7 +111,7 @@ def test_upstream_stream_that_ends_before_its_terminal_event_is_a_terminal_error
 
 @pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize("client", ["anthropic_messages", "openai_responses"])
-def test_upstream_stream_stall_ends_with_a_timeout_error_within_the_idle_limit(
+def test_upstream_stream_stall_ends_with_a_timeout_error_from_the_idle_limit(
     stack: Stack,
     fake: FakeUpstream,
     client: str,
@@ -122,10 +121,10 @@ def test_upstream_stream_stall_ends_with_a_timeout_error_within_the_idle_limit(
     rep.stall_after, rep.stall = 3, 3.0  # three frames, then silence
     fake.push(rep)
     base = stack.proxy(fake, "openai_chat_completions", stream_idle_timeout=0.5, inner=inner)
-    t0 = time.monotonic()
     body = post_stream(base, client)
-    assert time.monotonic() - t0 < 2.5
+    # The idle limit ended it (its words), while the upstream was still silent.
     assert_terminal_error(client, body, "sent nothing")
+    assert not fake.finished.is_set()
 
 
 @pytest.mark.parametrize("transport", ["http", "inner"])
@@ -135,14 +134,12 @@ def test_client_disconnect_cancels_a_translated_upstream_stream(
     fake.push(reply_from_capture("chat_sse_max_tokens_length", delay=0.2))
     base = stack.proxy(fake, "openai_chat_completions", inner=transport == "inner")
     path, body = CLIENT["anthropic_messages"]
-    t0 = time.monotonic()
     with httpx.stream("POST", base + path, json=body) as r:
         for chunk in r.iter_raw():
             if chunk:
                 break
     assert fake.cancelled.wait(5)
-    # The upstream learnt of it promptly (one frame interval plus slack).
-    assert time.monotonic() - t0 < 2
+    # The upstream learnt of it mid-answer: it never finished sending.
     assert not fake.finished.is_set()
 
 

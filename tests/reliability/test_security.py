@@ -608,14 +608,13 @@ def test_size_and_nesting_limits_hold_before_any_upstream_work(
     # An announced oversized body is refused before a byte of it is read.
     host, port = rig.proxies[target].url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        t0 = time.monotonic()
+        # Not a byte of the body is sent: an answer at all shows none was waited for.
         sock.sendall(
             f"POST {PATH[client]} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             f"Content-Length: {10**9}\r\n\r\n".encode()
         )
         reply = sock.recv(65536)
         assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
-        assert time.monotonic() - t0 < 2
 
 
 def test_past_the_concurrency_limit_requests_queue_then_get_a_429_in_their_own_shape() -> None:
