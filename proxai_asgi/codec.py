@@ -290,24 +290,26 @@ def fold(events: Sequence[c.StreamEvent]) -> c.Response:
 
 
 class RefusalJoin:
-    """Holds each text block's ``BlockStop`` back by one event, so that a refusal block
-    coming right after a text block starts before that text block stops.
+    """Holds each text or refusal block's ``BlockStop`` back by one event, so that a
+    refusal block right after a text block (or a text block right after a refusal
+    block) starts before the first one stops.
 
-    The overlap is how a canonical stream says that a refusal belongs with the text
-    before it (one Chat message with ``content`` and ``refusal``; one Responses message
-    item with an ``output_text`` and a ``refusal`` part): the Responses stream encoder
-    then puts the refusal in the text's message item, as its ``output_items`` does for a
-    refusal part directly after a text part, so streamed and non-streamed answers have
-    the same items. Producers whose text closes first (Responses message parts,
-    ``unfold``) pass their events through one of these; the Chat decoder keeps its text
-    block open across a refusal on its own. Stateful: one per stream.
+    The overlap is how a canonical stream says that the two belong to one message (one
+    Chat message with ``content`` and ``refusal``; one Responses message item with an
+    ``output_text`` and a ``refusal`` part, in either order): the Responses stream
+    encoder then puts both parts in one message item, as its ``output_items`` does for
+    such adjacent parts, so streamed and non-streamed answers have the same items.
+    Producers whose parts close first (Responses message parts, ``unfold``) pass their
+    events through one of these; the Chat decoder keeps its text block open across a
+    refusal on its own. Stateful: one per stream.
     """
 
-    __slots__ = ("_held", "_texts")
+    __slots__ = ("_held", "_held_kind", "_open")
 
     def __init__(self) -> None:
         self._held: c.BlockStop | None = None
-        self._texts: set[int] = set()  # text blocks started and not stopped
+        self._held_kind = ""
+        self._open: dict[int, str] = {}  # text and refusal blocks started, not stopped
 
     def __call__(self, events: list[c.StreamEvent]) -> list[c.StreamEvent]:
         out: list[c.StreamEvent] = []
@@ -315,19 +317,27 @@ class RefusalJoin:
             held = self._held
             if held is not None:
                 self._held = None
-                if isinstance(ev, c.BlockStart) and ev.kind == "refusal":
+                if (
+                    isinstance(ev, c.BlockStart)
+                    and ev.kind in _JOINS
+                    and ev.kind != self._held_kind
+                ):
                     out.append(ev)
                     out.append(held)
+                    self._open[ev.index] = ev.kind
                     continue
                 out.append(held)
-            if isinstance(ev, c.BlockStart) and ev.kind == "text":
-                self._texts.add(ev.index)
-            elif isinstance(ev, c.BlockStop) and ev.index in self._texts:
-                self._texts.discard(ev.index)
+            if isinstance(ev, c.BlockStart) and ev.kind in _JOINS:
+                self._open[ev.index] = ev.kind
+            elif isinstance(ev, c.BlockStop) and ev.index in self._open:
+                self._held_kind = self._open.pop(ev.index)
                 self._held = ev
                 continue
             out.append(ev)
         return out
+
+
+_JOINS = ("text", "refusal")
 
 
 def unfold(response: c.Response) -> list[c.StreamEvent]:

@@ -157,17 +157,7 @@ def test_responses_text_and_refusal_parts_stay_separate_chat_content_and_refusal
     [
         (CHAT, ["output_text", "refusal"]),
         (RESPONSES, ["output_text", "refusal"]),
-        pytest.param(
-            RESPONSES,
-            ["refusal", "output_text"],
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known defect, found by this stronger test (issue 17) and not fixed: "
-                "a text part after a refusal part opens a second message item, because the "
-                "encoders join only a refusal that follows a text (the canonical model has no "
-                "item grouping); kind and order are kept, the one message is split in two",
-            ),
-        ),
+        (RESPONSES, ["refusal", "output_text"]),
     ],
     ids=["chat", "responses-text-first", "responses-refusal-first"],
 )

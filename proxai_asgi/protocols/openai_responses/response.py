@@ -423,8 +423,9 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
       text included (the stream opens the item at the block's start, before knowing
       whether any text follows; an empty ``output_text`` part is valid Responses);
     - a refusal part directly after a text part is that message item's second part
-      (Chat ``content`` + ``refusal`` are one message); any other refusal is a message
-      item of its own;
+      (Chat ``content`` + ``refusal`` are one message), and so is a text part directly
+      after a refusal part that opened its own item; any other text or refusal is a
+      message item of its own;
     - reasoning and tool calls are sibling items, in content order.
 
     Every item is ``completed``: a part is done once its block stopped, and a truncated
@@ -433,6 +434,7 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
     rid = response.id
     items: list[w.OutputItem] = []
     joinable: w.OutputMessage | None = None  # a text's message a refusal may join
+    refused: w.OutputMessage | None = None  # a refusal's message a text may join
     shown = False  # a text or refusal part with text
     wording_refuses = refused_wording(response)
     # Parts are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec
@@ -445,10 +447,14 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
                 if wording_refuses and p.text
                 else text_part(p.text, p.citations)
             )
-            joinable = message_item(rid, len(items), [part], "completed")
-            items.append(joinable)
+            if refused is not None:
+                refused.content.append(part)
+                refused = None
+            else:
+                joinable = message_item(rid, len(items), [part], "completed")
+                items.append(joinable)
         elif type(p) is c.ToolCall:
-            joinable = None
+            joinable = refused = None
             item_id = tool_item_id(p.kind, p.item_id, rid, len(items))
             # No arguments is an empty object: OpenAI always sends JSON, clients parse it.
             args = p.arguments or ("{}" if p.kind != "custom" else "")
@@ -460,9 +466,10 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
                 joinable.content.append(refusal)
                 joinable = None
             else:
-                items.append(message_item(rid, len(items), [refusal], "completed"))
+                refused = message_item(rid, len(items), [refusal], "completed")
+                items.append(refused)
         elif type(p) is c.Reasoning:
-            joinable = None
+            joinable = refused = None
             items.append(
                 reasoning_item(
                     reasoning_item_id(p.item_id, rid, len(items)),

@@ -598,13 +598,16 @@ _ENCODER_CLOSED = EncoderPhase.CLOSED
 class _Message:
     """A message item: one per text block, or one per refusal block; a refusal block
     started right after a text block, while that text is still open, is the text's
-    message item's second part (Chat ``content`` + ``refusal``)."""
+    message item's second part (Chat ``content`` + ``refusal``), and so is a text block
+    started right after a refusal block (a Responses message holding both, refusal
+    first)."""
 
-    __slots__ = ("item_id", "n", "open_parts", "parts", "pending")
+    __slots__ = ("item_id", "n", "open_parts", "parts", "pending", "refusal_first")
 
-    def __init__(self, item_id: str, n: int) -> None:
+    def __init__(self, item_id: str, n: int, refusal_first: bool) -> None:
         self.item_id = item_id
         self.n = n
+        self.refusal_first = refusal_first  # opened by a refusal: a text may join it
         self.parts: list[w.OutputContent | None] = []  # None while the part is open
         self.open_parts = 0
         # A refusal that joined while the text part is open: parts stream one at a time,
@@ -998,10 +1001,11 @@ class ResponsesStreamEncoder:
 
     def _open_text(self, *, refusal: bool) -> tuple[_TextBlock, bytes]:
         """A text / refusal block's content part, announced now: a refusal joins the
-        message item of the text block started just before it (while that item is still
-        open); anything else opens a message item of its own (``output_items`` does the
-        same for a non-streamed answer)."""
-        joined = self._msg if refusal else None
+        message item of the text block started just before it, and a text the item of
+        the refusal block started just before it (while that item is still open);
+        anything else opens a message item of its own (``output_items`` does the same
+        for a non-streamed answer)."""
+        joined = self._msg if self._msg is not None and self._msg.refusal_first != refusal else None
         self._msg = None
         if joined is not None:
             block = _TextBlock(refusal, joined, len(joined.parts))
@@ -1012,9 +1016,8 @@ class ResponsesStreamEncoder:
         n = len(self._items)
         item_id = ids.item_id("msg_", self._upstream_id, n)
         out = self._add_item(w.OutputMessage(id=item_id, status="in_progress"))
-        msg = _Message(item_id, n)
-        if not refusal:
-            self._msg = msg
+        msg = _Message(item_id, n, refusal)
+        self._msg = msg
         block = _TextBlock(refusal, msg, 0)
         msg.parts.append(None)
         msg.open_parts += 1
