@@ -415,6 +415,19 @@ def _tool_choice_out(tc: c.ToolChoice | None) -> Any:
     return tc.mode
 
 
+def _join_or_open(
+    message: w.OutputMessage | None, part: w.OutputContent, items: list[w.OutputItem], rid: str
+) -> w.OutputMessage | None:
+    """``part`` as the second part of ``message`` (then None: nothing more joins it), or
+    as a message item of its own, returned so that the next part may join it."""
+    if message is not None:
+        message.content.append(part)
+        return None
+    opened = message_item(rid, len(items), [part], "completed")
+    items.append(opened)
+    return opened
+
+
 def output_items(response: c.Response) -> list[w.OutputItem]:
     """The canonical content as Responses output items, exactly as the stream encoder
     emits them (spec streaming-identifiers: one canonical block, one item):
@@ -447,12 +460,7 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
                 if wording_refuses and p.text
                 else text_part(p.text, p.citations)
             )
-            if refused is not None:
-                refused.content.append(part)
-                refused = None
-            else:
-                joinable = message_item(rid, len(items), [part], "completed")
-                items.append(joinable)
+            joinable, refused = _join_or_open(refused, part, items, rid), None
         elif type(p) is c.ToolCall:
             joinable = refused = None
             item_id = tool_item_id(p.kind, p.item_id, rid, len(items))
@@ -462,12 +470,7 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
         elif type(p) is c.Refusal:
             shown = shown or bool(p.text)
             refusal = w.OutputRefusal(refusal=p.text)
-            if joinable is not None:
-                joinable.content.append(refusal)
-                joinable = None
-            else:
-                refused = message_item(rid, len(items), [refusal], "completed")
-                items.append(refused)
+            refused, joinable = _join_or_open(joinable, refusal, items, rid), None
         elif type(p) is c.Reasoning:
             joinable = refused = None
             items.append(
