@@ -25,6 +25,7 @@ from . import (
 )
 from .codec import Action, Codec, PathCall
 from .exchange import JSON_HEADER, Exchange, Handler
+from .inner_transport import open_inner
 from .model_rewrite import rewrite_model
 from .protocols import all_codecs
 from .pumping import until_disconnect
@@ -41,7 +42,6 @@ from .upstream import (
     Scope,
     Send,
     UpstreamResponse,
-    open_inner,
 )
 
 if TYPE_CHECKING:

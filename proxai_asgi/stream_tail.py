@@ -32,8 +32,12 @@ class StreamTail:
 
     def feed(self, chunk: bytes) -> None:
         if not self._head_done:
-            self._head += chunk
-            self._head_done = b"\n\n" in self._head or len(self._head) >= HEAD_BYTES
+            head = self._head = self._head + chunk
+            # Gemini ends frames with CRLF CRLF: without that check its head would grow
+            # to HEAD_BYTES, copied again on every chunk.
+            self._head_done = (
+                b"\n\n" in head or b"\r\n\r\n" in head or len(head) >= HEAD_BYTES
+            )
         chunks = self._chunks
         chunks.append(chunk)
         self._size += len(chunk)

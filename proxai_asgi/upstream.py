@@ -1,10 +1,9 @@
-"""Reaching an upstream: header policy, auth, and the two transports (httpx over the
-network, or the wrapped ASGI app in-process). Both hand back the same
-``UpstreamResponse`` so everything above them is transport-agnostic."""
+"""Reaching an upstream: header policy, auth, and the httpx transport. Every transport
+(httpx, the lean pool in ``http1.py``, the wrapped app in ``inner_transport.py``) hands
+back the same ``UpstreamResponse``, so everything above them is transport-agnostic."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .codec import PathCall, ProtocolName
+from .codec import ProtocolName
 from .errors import ProxyError
 from .routing import Upstream
 
@@ -333,93 +332,3 @@ async def _guard(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         raise ProxyError(
             502, f"upstream connection failed mid-body ({type(exc).__name__})", kind="bad_gateway"
         ) from None
-
-
-# ---------------------------------------------------------------- inner-app transport
-
-
-@asynccontextmanager
-async def open_inner(
-    app: ASGIApp,
-    scope: Scope,
-    upstream: Upstream,
-    headers: RawHeaders,
-    body: bytes,
-    call: PathCall | None = None,
-) -> AsyncIterator[UpstreamResponse]:
-    """Call the wrapped ASGI app as the upstream, with no network hop.
-
-    The app runs in its own task; its ``send`` feeds a memory stream that the caller
-    reads like an HTTP body, chunk by chunk as the app sends them. Leaving the context
-    cancels the app (which is how a client disconnect reaches it).
-    """
-    path, query = upstream.path_for(call)
-    inner_scope = dict(scope)
-    inner_scope.update(
-        path=path,
-        raw_path=path.encode(),
-        query_string=query,
-        method="POST",
-        headers=[*headers, (b"content-length", str(len(body)).encode())],
-    )
-    inner_scope.setdefault("state", {})
-    sender, receiver = anyio.create_memory_object_stream[Message](64)
-    finished = anyio.Event()
-    body_sent = False
-
-    async def receive() -> Message:
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await finished.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        await sender.send(message)
-
-    async def run_app() -> None:
-        async with sender:
-            try:
-                await app(inner_scope, receive, send)
-            except Exception:  # the inner app crashed: to the client, an upstream fault
-                logger.exception("inner app raised while serving %s", path)
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await sender.send({"type": "proxai.crash"})
-
-    # Errors of this body and of the caller's (an upstream error status turned into a
-    # ProxyError, a client disconnect) leave the task group as themselves, not wrapped
-    # in an ExceptionGroup, so both transports share the caller's one error path.
-    failure: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run_app)
-        try:
-            start = await receiver.receive()
-            if start.get("type") == "proxai.crash":
-                raise ProxyError(502, "inner app failed before responding", kind="bad_gateway")
-            if start.get("type") != "http.response.start":
-                raise ProxyError(502, "inner app sent no response start", kind="bad_gateway")
-
-            async def chunks() -> AsyncIterator[bytes]:
-                async for message in receiver:
-                    kind = message.get("type")
-                    if kind == "http.response.body":
-                        data = message.get("body", b"")
-                        if data:
-                            yield data
-                        if not message.get("more_body", False):
-                            return
-                    elif kind == "proxai.crash":
-                        raise ProxyError(502, "inner app failed mid-body", kind="bad_gateway")
-
-            headers = [(bytes(k).lower(), bytes(v)) for k, v in start.get("headers", [])]
-            yield UpstreamResponse(int(start["status"]), headers, chunks())
-        except anyio.EndOfStream:
-            failure = ProxyError(502, "inner app sent no response", kind="bad_gateway")
-        except Exception as exc:
-            failure = exc
-        finally:
-            finished.set()
-            tg.cancel_scope.cancel()
-    if failure is not None:
-        raise failure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,3 +51,15 @@ def test_crlf_streams_are_read_too() -> None:
     tail.feed(b'data: {"a": 1}\r\n\r\ndata: [DONE]\r\n\r\n')
     assert tail.last_frames()[-1].is_done
     assert tail.separator() == b""
+
+
+@pytest.mark.parametrize("end", [b"\n\n", b"\r\n\r\n"], ids=["lf", "crlf"])
+def test_the_head_stops_at_the_first_frame_whatever_the_line_ends(end: bytes) -> None:
+    """A Gemini stream ends its frames with CRLF CRLF: its head must stop at the first
+    frame too, not grow (and be copied) with every chunk up to HEAD_BYTES."""
+    tail = StreamTail()
+    for n in range(2000):
+        tail.feed(b'data: {"n": %d}' % n + end)
+    first = tail.first_frame()
+    assert first is not None and first.data == b'{"n": 0}'
+    assert len(tail._head) < 100
