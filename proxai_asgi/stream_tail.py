@@ -35,9 +35,7 @@ class StreamTail:
             head = self._head = self._head + chunk
             # Gemini ends frames with CRLF CRLF: without that check its head would grow
             # to HEAD_BYTES, copied again on every chunk.
-            self._head_done = (
-                b"\n\n" in head or b"\r\n\r\n" in head or len(head) >= HEAD_BYTES
-            )
+            self._head_done = b"\n\n" in head or b"\r\n\r\n" in head or len(head) >= HEAD_BYTES
         chunks = self._chunks
         chunks.append(chunk)
         self._size += len(chunk)
