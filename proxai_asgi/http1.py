@@ -246,12 +246,9 @@ class Http1Pool:
         try:
             for _ in range(2):  # a second try only when a reused connection was stale
                 conn = await self._checkout(key, upstream.connect_timeout)
+                request = _request(conn, target, method, headers, body, raw=raw)
                 try:
-                    head = await self._exchange_head(
-                        conn,
-                        _request(conn, target, method, headers, body, raw=raw),
-                        upstream.read_timeout,
-                    )
+                    head = await self._exchange_head(conn, request, upstream.read_timeout)
                     break
                 except _Stale:
                     conn.close()
