@@ -13,11 +13,12 @@ from ... import canonical as c
 from ... import ids, policy
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...lazy_decoder import LazyDecoder
 from . import validate
 from . import wire as w
 
-_REQUEST_DEC = msgspec.json.Decoder(w.ChatRequest)
-_KEYS_DEC = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
+_KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _ENC = msgspec.json.Encoder()
 
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
