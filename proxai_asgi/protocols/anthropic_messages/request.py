@@ -38,12 +38,13 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
 from .response import arguments_json, citations_in, reasoning_from_thinking
 from .validate import image_media_type, validate
 
-_request_decoder = msgspec.json.Decoder(wire.MessagesRequest)
-_fields_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
+_fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
 
@@ -514,50 +515,81 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
 def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[wire.InputMessage]:
     """Canonical turns -> Anthropic turns: tool turns become user turns of tool_result
     blocks; consecutive same-role turns merge (parallel results share ONE user turn);
-    in each user turn the tool_result blocks come first."""
-    turns: list[tuple[str, list[wire.InputBlock]]] = []
+    in each user turn the tool_result blocks come first.
+
+    The usual parts (text, a function call, a tool result of one text) are built
+    inline: an agent loop resends every one of them each turn, and a call per part
+    (``_part_out``, which the rest take) was most of this function's time."""
+    turns: list[tuple[bool, list[wire.InputBlock]]] = []  # (is the user's, blocks)
     dropped_calls: set[str] = set()
+    text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
+    safe_id = ids.safe_tool_id
     for i, m in enumerate(messages):
-        role = "assistant" if m.role == "assistant" else "user"
+        assistant = m.role == "assistant"
         blocks: list[wire.InputBlock] = []
+        append = blocks.append
         for j, p in enumerate(m.content):
-            block = _part_out(p, role, i, j, report, dropped_calls)
-            if block is not None:
-                blocks.append(block)
+            if type(p) is c.Text:
+                if p.text:  # Anthropic rejects empty text blocks
+                    if p.citations:
+                        report.drop("text.citations")
+                    append(text_block(text=p.text, cache_control=p.cache_control))
+            elif type(p) is c.ToolCall and assistant and p.kind != "custom":
+                append(
+                    tool_use(
+                        id=safe_id(p.id, "toolu_missing"),
+                        name=p.name,
+                        input=_arguments_out(p.arguments, i, j),
+                    )
+                )
+            elif (
+                type(p) is c.ToolResult
+                and not assistant
+                and p.kind != "custom"
+                and p.call_id not in dropped_calls
+            ):
+                append(
+                    tool_result(
+                        tool_use_id=safe_id(p.call_id, "toolu_missing"),
+                        content=_tool_result_content_out(p.content, i, j, report),
+                        is_error=True if p.is_error else None,
+                        cache_control=p.cache_control,
+                    )
+                )
+            else:
+                block = _part_out(
+                    p, "assistant" if assistant else "user", i, j, report, dropped_calls
+                )
+                if block is not None:
+                    append(block)
         if not blocks:
             continue
-        if turns and turns[-1][0] == role:
+        user = not assistant
+        if turns and turns[-1][0] is user:
             turns[-1][1].extend(blocks)
         else:
-            turns.append((role, blocks))
+            turns.append((user, blocks))
     out: list[wire.InputMessage] = []
-    for role, blocks in turns:
-        if role == "user" and len(blocks) > 1:
-            results = [b for b in blocks if type(b) is wire.ToolResultBlock]
+    for user, blocks in turns:
+        if user and len(blocks) > 1:
+            results = [b for b in blocks if type(b) is tool_result]
             if results and len(results) != len(blocks):
-                blocks = results + [b for b in blocks if type(b) is not wire.ToolResultBlock]
+                blocks = results + [b for b in blocks if type(b) is not tool_result]
         first = blocks[0]
         content: str | list[wire.InputBlock] = blocks
-        if len(blocks) == 1 and type(first) is wire.TextBlock and first.cache_control is None:
+        if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
             content = first.text  # the short form for a lone plain text block
-        out.append(
-            wire.InputMessage(role="user" if role == "user" else "assistant", content=content)
-        )
+        out.append(wire.InputMessage(role="user" if user else "assistant", content=content))
     return out
 
 
 def _part_out(
     p: c.Part, role: str, i: int, j: int, report: TranslationReport, dropped_calls: set[str]
 ) -> wire.InputBlock | None:
-    """One canonical part of ``messages[i]`` as a block (None: dropped). Dispatched on
+    """One canonical part of ``messages[i]`` as a block (None: dropped), for the parts
+    ``_messages_out`` does not build inline (text is always built there). Dispatched on
     ``type(p)`` (see ``_block_path``); ``messages[i].content[j]`` is formatted only
     where it may be needed."""
-    if type(p) is c.Text:
-        if not p.text:
-            return None  # Anthropic rejects empty text blocks
-        if p.citations:
-            report.drop("text.citations")
-        return wire.TextBlock(text=p.text, cache_control=p.cache_control)
     if type(p) is c.ToolCall and role == "assistant":
         if p.kind == "custom":
             report.reject(
