@@ -20,6 +20,7 @@ from . import wire as w
 _REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
 _KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _ENC = msgspec.json.Encoder()
+_UNSET = msgspec.UNSET
 
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"missing required field `([^`]+)`")
@@ -171,7 +172,12 @@ def _assistant(
     if m.refusal:
         parts.append(c.Refusal(text=m.refusal))
     for j, tc in enumerate(m.tool_calls or ()):
-        kind = "function" if tc.type is msgspec.UNSET else tc.type
+        f = tc.function
+        if f is not None and (tc.type is _UNSET or tc.type == "function"):  # the usual call
+            parts.append(c.ToolCall(id=tc.id, name=f.name, arguments=f.arguments))
+            kinds[tc.id] = "function"
+            continue
+        kind = "function" if tc.type is _UNSET else tc.type
         if kind == "function":
             if tc.function is None:
                 tpath = f"messages[{i}].tool_calls[{j}]"
