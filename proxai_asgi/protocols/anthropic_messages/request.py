@@ -437,9 +437,10 @@ def encode_request(
         thinking, effort, thinking_on = None, None, False
     if thinking_on:
         temperature, top_p, top_k = _sampling_with_thinking(temperature, top_p, top_k, report)
+    messages, marked = _messages_out(request.messages, report)
     body = wire.UpstreamRequest(
         model=request.model,
-        messages=_messages_out(request.messages, report),
+        messages=messages,
         max_tokens=_max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
@@ -457,7 +458,7 @@ def encode_request(
         ),
     )
     if request.implicit_caching and options.cache_breakpoints:
-        cache_breakpoints.place(body)
+        cache_breakpoints.place(body, messages_marked=marked)
     return _encoder.encode(body)
 
 
@@ -512,16 +513,20 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
     return [wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts]
 
 
-def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[wire.InputMessage]:
+def _messages_out(
+    messages: list[c.Message], report: TranslationReport
+) -> tuple[list[wire.InputMessage], bool]:
     """Canonical turns -> Anthropic turns: tool turns become user turns of tool_result
     blocks; consecutive same-role turns merge (parallel results share ONE user turn);
-    in each user turn the tool_result blocks come first.
+    in each user turn the tool_result blocks come first. Also whether a block carries
+    ``cache_control`` (``cache_breakpoints.place`` need not look at every block).
 
     The usual parts (text, a function call, a tool result of one text) are built
     inline: an agent loop resends every one of them each turn, and a call per part
     (``_part_out``, which the rest take) was most of this function's time."""
     turns: list[tuple[bool, list[wire.InputBlock]]] = []  # (is the user's, blocks)
     dropped_calls: set[str] = set()
+    marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
     safe_id = ids.safe_tool_id
     for i, m in enumerate(messages):
@@ -533,6 +538,8 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
                 if p.text:  # Anthropic rejects empty text blocks
                     if p.citations:
                         report.drop("text.citations")
+                    if p.cache_control is not None:
+                        marked = True
                     append(text_block(text=p.text, cache_control=p.cache_control))
             elif type(p) is c.ToolCall and assistant and p.kind != "custom":
                 append(
@@ -548,6 +555,8 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
                 and p.kind != "custom"
                 and p.call_id not in dropped_calls
             ):
+                if p.cache_control is not None:
+                    marked = True
                 append(
                     tool_result(
                         tool_use_id=safe_id(p.call_id, "toolu_missing"),
@@ -561,6 +570,7 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
                     p, "assistant" if assistant else "user", i, j, report, dropped_calls
                 )
                 if block is not None:
+                    marked = marked or getattr(block, "cache_control", None) is not None
                     append(block)
         if not blocks:
             continue
@@ -580,7 +590,7 @@ def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[
         if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
             content = first.text  # the short form for a lone plain text block
         out.append(wire.InputMessage(role="user" if user else "assistant", content=content))
-    return out
+    return out, marked
 
 
 def _part_out(
