@@ -46,7 +46,7 @@ def safe_tool_id(call_id: str, fallback: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _cleaned(call_id: str) -> str:
     # Cached: an agent loop resends every earlier call id (twice: the call and its
-    # result) on each turn, and a regex per id was a quarter of the Anthropic encoder.
+    # result) on each turn, and a regex per id was a quarter of `_messages_out`.
     return _UNSAFE.sub("_", call_id)
 
 
