@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import msgspec
 
@@ -140,13 +140,23 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             else:
                 messages.append(c.Message(role="assistant", content=[text]))
             continue
-        _check_not_empty(content, i, count, m.role)
         if m.role == "system":
+            _check_not_empty(content, i, count, m.role)
             system.extend(_system_message(content, i))
-        elif m.role == "user":
-            messages.extend(_user_turn(content, i, report))
-        else:
-            messages.append(_assistant_turn(content, i, report))
+            continue
+        if not content and not (m.role == "assistant" and i == count - 1):
+            _empty_message(i)
+        # The turns check their text blocks as they go (one pass, not two); another
+        # error in the message gives way to an empty text block anywhere in it, as
+        # the API names that one first.
+        try:
+            if m.role == "user":
+                messages.extend(_user_turn(content, i, report))
+            else:
+                messages.append(_assistant_turn(content, i, report))
+        except ProxyError:
+            _check_not_empty(content, i, count, m.role)
+            raise
 
     tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
@@ -203,8 +213,12 @@ def _check_not_empty(blocks: list[wire.InputBlock], i: int, count: int, role: st
         _empty_message(i)
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock and not b.text:
-            path = f"{_block_path(i, j)}.text"
-            raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
+            _empty_text(i, j)
+
+
+def _empty_text(i: int, j: int) -> NoReturn:
+    path = f"{_block_path(i, j)}.text"
+    raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
 
 
 def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
@@ -308,6 +322,8 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
     rest: list[c.Part] = []
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock:
+            if not b.text:
+                _empty_text(i, j)
             rest.append(_text_in(b, report))
         elif type(b) is wire.ToolResultBlock:
             results.append(_tool_result_in(b, i, j, report))
@@ -332,6 +348,8 @@ def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationRe
     parts: list[c.Part] = []
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock:
+            if not b.text:
+                _empty_text(i, j)
             parts.append(_text_in(b, report))
         elif type(b) is wire.ToolUseBlock:
             parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))

@@ -667,3 +667,45 @@ def test_wrong_types_are_400_naming_the_field(patch: dict[str, Any], path: str) 
 @pytest.mark.parametrize("raw", [b"", b"{", b"[]", b'"x"', b'{"model": "\xff"}', b"\x00\x01"])
 def test_invalid_json_or_non_object_bodies_are_400(raw: bytes) -> None:
     _raises_400(raw)
+
+
+# The empty-text check runs inside the turn's own pass over its blocks; the error the
+# API names first is still the empty text block, wherever it is in the message.
+_TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "sh", "input": {}}
+_TOOL_RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+_BAD_IMAGE = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/bmp", "data": "Qk0="},
+}
+
+
+@pytest.mark.parametrize(
+    ("role", "blocks", "param"),
+    [
+        # an error in an earlier block gives way to a later empty text block
+        ("user", [_TOOL_USE, {"type": "text", "text": ""}], "messages[0].content[1].text"),
+        ("user", [_BAD_IMAGE, {"type": "text", "text": ""}], "messages[0].content[1].text"),
+        ("assistant", [_TOOL_RESULT, {"type": "text", "text": ""}], "messages[1].content[1].text"),
+        # an empty text block before the other error is named as before
+        ("user", [{"type": "text", "text": ""}, _TOOL_USE], "messages[0].content[0].text"),
+        # without an empty text block, the other error is the one named
+        ("user", [_TOOL_USE, {"type": "text", "text": "x"}], "messages[0].content[0].type"),
+        (
+            "user",
+            [{"type": "text", "text": "x"}, _BAD_IMAGE],
+            "messages[0].content[1].source.media_type",
+        ),
+    ],
+)
+def test_an_empty_text_block_is_the_error_named_first(
+    role: str, blocks: list[dict[str, Any]], param: str
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": blocks}]
+    if role == "assistant":
+        messages = [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": "go on"},
+        ]
+    error = _raises_400({"model": "m", "max_tokens": 10, "messages": messages})
+    assert error.param == param
