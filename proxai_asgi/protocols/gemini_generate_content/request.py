@@ -691,13 +691,17 @@ def _model_out(content: list[c.Part], report: TranslationReport) -> list[wire.Pa
 
 
 def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str, Any]:
-    texts: list[str] = []
-    for x in p.content:
-        if type(x) is c.Text or type(x) is c.Refusal:
-            texts.append(x.text)
-        else:
-            report.drop(f"tool_result.content.{type(x).__struct_config__.tag}")
-    text = "".join(texts)
+    content = p.content
+    if len(content) == 1 and type(content[0]) is c.Text:  # the usual result: one text
+        text = content[0].text
+    else:
+        texts: list[str] = []
+        for x in content:
+            if type(x) is c.Text or type(x) is c.Refusal:
+                texts.append(x.text)
+            else:
+                report.drop(f"tool_result.content.{type(x).__struct_config__.tag}")
+        text = "".join(texts)
     key = "error" if p.is_error else "output"
     if text[:1] == "{" and not p.is_error:
         try:

@@ -569,9 +569,13 @@ class _Encoder:
                 self.report.drop("tool_result.is_error")
             if p.cache_control is not None:
                 self.report.drop("cache_control")
+            content = p.content
+            if len(content) == 1 and type(content[0]) is c.Text:  # the usual result
+                self.messages.append(w.ToolMessage(tool_call_id=p.call_id, content=content[0].text))
+                continue
             texts: list[str] = []
             media: list[w.UserPart] = []
-            for q in p.content:
+            for q in content:
                 if type(q) is c.Text:
                     texts.append(q.text)
                 elif type(q) is c.Image or type(q) is c.File:
