@@ -709,3 +709,57 @@ def test_an_empty_text_block_is_the_error_named_first(
         ]
     error = _raises_400({"model": "m", "max_tokens": 10, "messages": messages})
     assert error.param == param
+
+
+def _use(n: int) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{n}", "name": "sh", "input": {}}
+
+
+def _result(n: int) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("calls", "answer", "missing"),
+    [
+        ([_use(1)], "thanks", "toolu_1"),  # the short form answers nothing
+        ([_use(1)], [{"type": "text", "text": "x"}], "toolu_1"),
+        ([_use(1)], [_result(2)], "toolu_1"),
+        ([_use(1), _use(2)], [_result(2)], "toolu_1"),
+        ([_use(1), _use(2), _use(3)], [_result(2)], "toolu_1, toolu_3"),
+    ],
+)
+def test_a_tool_use_without_its_result_in_the_next_message_is_rejected(
+    calls: list[dict[str, Any]], answer: Any, missing: str
+) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": calls},
+        {"role": "user", "content": answer},
+    ]
+    error = _raises_400({"model": "m", "max_tokens": 10, "messages": messages})
+    assert error.param == "messages.2"
+    assert f"immediately after: {missing}. Each" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("calls", "answer"),
+    [
+        ([_use(1)], [_result(1)]),
+        ([_use(1)], [{"type": "text", "text": "first"}, _result(1)]),  # not first: answered
+        ([_use(1), _use(2)], [_result(2), _result(1)]),
+    ],
+)
+def test_answered_tool_uses_and_a_trailing_prefill_pass(
+    calls: list[dict[str, Any]], answer: list[dict[str, Any]]
+) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": calls},
+        {"role": "user", "content": answer},
+        {"role": "assistant", "content": [_use(9)]},  # a prefill: nothing follows it yet
+    ]
+    raw = json.dumps({"model": "m", "max_tokens": 10, "messages": messages}).encode()
+    request = CODEC.decode_request(raw, TranslationReport())
+    called = [p.id for p in request.messages[1].content if isinstance(p, c.ToolCall)]
+    assert called == [x["id"] for x in calls]
