@@ -318,6 +318,8 @@ def _tool_result_in(
 def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> list[c.Message]:
     """A user turn: its tool_result blocks become a ``tool`` message placed before the
     rest of the turn's content (a second, ``user`` message)."""
+    if len(blocks) == 1 and type(blocks[0]) is wire.ToolResultBlock:  # an agent loop's turn
+        return [c.Message(role="tool", content=[_tool_result_in(blocks[0], i, 0, report)])]
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, b in enumerate(blocks):
@@ -350,7 +352,11 @@ def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationRe
         if type(b) is wire.TextBlock:
             if not b.text:
                 _empty_text(i, j)
-            parts.append(_text_in(b, report))
+            parts.append(
+                c.Text(text=b.text, cache_control=b.cache_control)
+                if not b.citations
+                else _text_in(b, report)
+            )
         elif type(b) is wire.ToolUseBlock:
             parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
         elif type(b) is wire.ThinkingBlock:
