@@ -3,9 +3,12 @@ interpreter, as ``python -X importtime`` reports it (the cumulative time of ever
 top-level import the statement made). Median of the runs.
 
     .venv/bin/python bench/import_time.py            # --runs 9
+    .venv/bin/python bench/import_time.py --against /path/to/other/checkout
 
-Also lists the heaviest modules a plain ``import proxai_asgi`` loads, and which of
-httpx, h11, asyncio it loads (each is needed only by some upstreams).
+``--against`` times another checkout of the package too, its runs interleaved with
+this one's (same conditions on a shared machine). Also lists the heaviest modules a
+plain ``import proxai_asgi`` loads, and which of httpx, h11, asyncio it loads (each is
+needed only by some upstreams).
 """
 
 from __future__ import annotations
@@ -35,11 +38,12 @@ ENV = {
 }
 
 
-def importtime(statement: str) -> list[tuple[int, int, str]]:
-    """(self µs, cumulative µs, indented name) per import, as -X importtime prints."""
+def importtime(statement: str, root: Path = ROOT) -> list[tuple[int, int, str]]:
+    """(self µs, cumulative µs, indented name) per import, as -X importtime prints,
+    with the package imported from ``root``."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", statement],
-        cwd=ROOT,
+        cwd=root,
         env=ENV,
         capture_output=True,
         text=True,
@@ -67,13 +71,21 @@ def statement_ms(rows: list[tuple[int, int, str]], baseline: set[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--against", type=Path, help="another checkout, timed interleaved")
     args = parser.parse_args()
+    roots = {"": ROOT} if args.against is None else {"this ": ROOT, "other ": args.against}
     baseline = {n for _, _, n in importtime("pass") if not n.startswith(" ")}
     for label, statement in STATEMENTS.items():
-        importtime(statement)  # writes the bytecode caches
-        times = [statement_ms(importtime(statement), baseline) for _ in range(args.runs)]
-        spread = f"{min(times):.1f}-{max(times):.1f}"
-        print(f"{label}: median {statistics.median(times):.1f} ms ({spread}, {args.runs} runs)")
+        times: dict[str, list[float]] = {name: [] for name in roots}
+        for root in roots.values():
+            importtime(statement, root)  # writes the bytecode caches
+        for _ in range(args.runs):
+            for name, root in roots.items():
+                times[name].append(statement_ms(importtime(statement, root), baseline))
+        for name, runs in times.items():
+            spread = f"{min(runs):.1f}-{max(runs):.1f}"
+            median = statistics.median(runs)
+            print(f"{name}{label}: median {median:.1f} ms ({spread}, {args.runs} runs)")
     rows = importtime("import proxai_asgi")
     start = len(importtime("pass"))
     rows = rows[start - 1 :] if start else rows  # the statement's own imports

@@ -68,8 +68,13 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
             elif type(p) is c.Image or type(p) is c.File:
                 media = True
     if not media:
-        for p in results:
-            _check_result(p, calls, lossy)
+        image, file = c.Image, c.File
+        for p in results:  # _check_result inline: it runs once per result of the history
+            if not lossy and p.call_id not in calls:
+                _unanswered(p)
+            for q in p.content:
+                if type(q) is image or type(q) is file:
+                    _check_media(q)
         return
     for m in request.messages:
         for p in m.content:
@@ -79,12 +84,16 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
                 _check_media(p)
 
 
+def _unanswered(p: c.ToolResult) -> None:
+    raise ProxyError.invalid(
+        f"tool result for call id {p.call_id!r} answers no tool call in the "
+        "conversation (each tool result must follow the tool call it answers)"
+    )
+
+
 def _check_result(p: c.ToolResult, calls: set[str], lossy: bool) -> None:
     if not lossy and p.call_id not in calls:
-        raise ProxyError.invalid(
-            f"tool result for call id {p.call_id!r} answers no tool call in the "
-            "conversation (each tool result must follow the tool call it answers)"
-        )
+        _unanswered(p)
     for q in p.content:
         if type(q) is c.Image or type(q) is c.File:
             _check_media(q)

@@ -18,6 +18,7 @@ import msgspec
 from . import canonical as c
 from . import reasoning_carry
 from .errors import ProxyError, TranslationReport
+from .lazy_decoder import LazyDecoder
 from .settings import UpstreamOptions as UpstreamOptions  # what encoders consult
 from .sse import SSEEvent
 from .stream_tail import StreamTail
@@ -421,7 +422,7 @@ class OnePassDecoder(Generic[_S]):
 
     def __init__(self, client_struct: type[_S], known: Iterable[str]) -> None:
         known = frozenset(known)
-        self._decoder = msgspec.json.Decoder(client_struct)
+        self._decoder: LazyDecoder[_S] = LazyDecoder(client_struct)
         self._names = tuple(n for n in client_struct.__struct_fields__ if n not in known)
         # Read in one C call; a tuple even for one name.
         getter = operator.attrgetter(*self._names)

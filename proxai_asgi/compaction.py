@@ -17,14 +17,13 @@ summary before translation, so every upstream reads it as ordinary text. A
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from . import reasoning_carry
+from . import ids, reasoning_carry
 from .errors import ProxyError
 from .sse import encode_event
 from .upstream import Message
@@ -221,7 +220,7 @@ async def summarize(request: dict[str, Any], generate: Generate) -> tuple[str, d
 
 
 def compaction_item(summary: str) -> dict[str, Any]:
-    return {"type": _KIND, "id": "cmp_" + secrets.token_hex(16), "encrypted_content": pack(summary)}
+    return {"type": _KIND, "id": "cmp_" + ids.random_hex(16), "encrypted_content": pack(summary)}
 
 
 def response_object(
@@ -231,7 +230,7 @@ def response_object(
     compaction item as its only output."""
     obj = dict(answer)
     obj.update(
-        id=answer.get("id") or "resp_" + secrets.token_hex(16),
+        id=answer.get("id") or "resp_" + ids.random_hex(16),
         created_at=answer.get("created_at") or int(time.time()),
         status="completed",
         output=[item],
@@ -272,7 +271,7 @@ def compact_result(
         and not _is_summary(i)
     ]
     return {
-        "id": "resp_" + secrets.token_hex(16),
+        "id": "resp_" + ids.random_hex(16),
         "object": "response.compaction",
         "created_at": int(time.time()),
         "output": [*kept, item],

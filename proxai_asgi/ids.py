@@ -3,9 +3,9 @@ with these helpers, in streamed and non-streamed answers alike, so both agree.""
 
 from __future__ import annotations
 
-import hashlib
+import functools
+import os
 import re
-import secrets
 
 # Prefixes the three APIs put on response ids; stripped before re-prefixing.
 _KNOWN = ("chatcmpl-", "chatcmpl_", "resp_", "msg_")
@@ -16,7 +16,13 @@ def base_id(upstream_id: str) -> str:
     for p in _KNOWN:
         if upstream_id.startswith(p):
             return upstream_id[len(p) :]
-    return upstream_id or secrets.token_hex(12)
+    return upstream_id or random_hex(12)
+
+
+def random_hex(nbytes: int) -> str:
+    """``secrets.token_hex`` (which is ``os.urandom``) without importing ``secrets``:
+    it brings hmac, hashlib and random, ~3 ms of start-up."""
+    return os.urandom(nbytes).hex()
 
 
 def derive(prefix: str, upstream_id: str) -> str:
@@ -34,8 +40,14 @@ def item_id(prefix: str, upstream_id: str, n: int) -> str:
 
 def safe_tool_id(call_id: str, fallback: str) -> str:
     """Anthropic tool ids must match ``^[a-zA-Z0-9_-]+$``."""
-    cleaned = _UNSAFE.sub("_", call_id)
-    return cleaned or fallback
+    return _cleaned(call_id) or fallback
+
+
+@functools.lru_cache(maxsize=4096)
+def _cleaned(call_id: str) -> str:
+    # Cached: an agent loop resends every earlier call id (twice: the call and its
+    # result) on each turn, and a regex per id was a quarter of `_messages_out`.
+    return _UNSAFE.sub("_", call_id)
 
 
 # OpenAI caps ``safety_identifier`` and ``user`` at 128 characters.
@@ -49,4 +61,6 @@ def openai_user_id(user: str) -> str:
     SHA-256: 71 characters, and stable, so one user always maps to the same id."""
     if len(user) <= OPENAI_USER_ID_MAX:
         return user
+    import hashlib  # here, not at import (OpenSSL's ~1-3 ms); only long user ids
+
     return "sha256:" + hashlib.sha256(user.encode()).hexdigest()[:64]

@@ -18,7 +18,6 @@ import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 RawHeaders = list[tuple[bytes, bytes]]
 
@@ -69,6 +68,9 @@ def retry_after_seconds(headers: RawHeaders, now: float) -> int | None:
     if value is not None:
         if value.strip().isdigit():
             return int(value)
+        # email.utils (~3 ms to import) only for the rare retry-after given as a date
+        from email.utils import parsedate_to_datetime
+
         try:
             return max(0, math.ceil(parsedate_to_datetime(value.decode()).timestamp() - now))
         except (TypeError, ValueError, UnicodeDecodeError):

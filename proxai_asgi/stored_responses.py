@@ -18,16 +18,15 @@ passes through and the upstream keeps its own state.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
-import secrets
+import os
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
 
+from . import ids
 from .errors import ProxyError
 from .sse import SSEDecoder
 from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
@@ -71,12 +70,15 @@ class Owners:
     def __init__(self, secret: str | bytes | None = None, owner: OwnerFunction | None = None):
         if isinstance(secret, str):
             secret = secret.encode()
-        self.key = secret or secrets.token_bytes(32)
+        self.key = secret or os.urandom(32)  # what secrets.token_bytes is
         self.owner = owner
 
     def __call__(self, scope: Scope) -> str:
         if self.owner is not None:
             return "app:" + self.owner(scope)
+        import hashlib  # here, not at start-up (OpenSSL's ~1-3 ms): stores only
+        import hmac
+
         credential = client_credential(scope.get("headers", [])) or b""
         return "key:" + hmac.new(self.key, credential, hashlib.sha256).hexdigest()[:40]
 
@@ -150,7 +152,7 @@ def with_ids(items: list[Any]) -> list[msgspec.Raw]:
                 text["annotations"] = []
             item = {**item, "content": [text]}
         if not item.get("id"):
-            item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + secrets.token_hex(16)}
+            item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + ids.random_hex(16)}
         out.append(msgspec.Raw(_enc.encode(item)))
     return out
 

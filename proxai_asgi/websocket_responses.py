@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import time
 from typing import Any
 
 import anyio
 import msgspec
 
+from . import ids
 from .sse import SSEDecoder
 from .upstream import ASGIApp, Message, RawHeaders, Receive, Scope, Send
 
@@ -179,7 +179,7 @@ class ResponsesSocket:
         return frame
 
     async def _warm_up(self, body: dict[str, Any]) -> None:
-        response_id = "resp_" + secrets.token_hex(16)
+        response_id = "resp_" + ids.random_hex(16)
         shell: dict[str, Any] = {
             "id": response_id,
             "object": "response",

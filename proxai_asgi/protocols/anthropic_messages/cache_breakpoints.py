@@ -45,13 +45,18 @@ def _marker() -> dict[str, Any]:
     return {"type": "ephemeral"}  # the default five-minute lifetime
 
 
-def has_breakpoint(body: wire.UpstreamRequest) -> bool:
+def has_breakpoint(body: wire.UpstreamRequest, messages_marked: bool | None = None) -> bool:
+    """Whether ``body`` carries a marker; ``messages_marked``, when given, says whether
+    its messages do (the encoder that built them knows, and a long conversation has
+    hundreds of blocks to look at otherwise)."""
     for tool in body.tools or ():
         marker = tool.get("cache_control") if isinstance(tool, dict) else tool.cache_control
         if marker is not None:
             return True
     if isinstance(body.system, list) and any(b.cache_control is not None for b in body.system):
         return True
+    if messages_marked is not None:
+        return messages_marked
     markable = _MARKABLE_TYPES
     for m in body.messages:
         content: Any = m.content  # blocks are told apart by type() (cheap on long bodies)
@@ -62,9 +67,10 @@ def has_breakpoint(body: wire.UpstreamRequest) -> bool:
     return False
 
 
-def place(body: wire.UpstreamRequest) -> int:
-    """Mark ``body`` in place (see the module docstring); returns how many were placed."""
-    if has_breakpoint(body):
+def place(body: wire.UpstreamRequest, messages_marked: bool | None = None) -> int:
+    """Mark ``body`` in place (see the module docstring); returns how many were placed.
+    ``messages_marked``: as for ``has_breakpoint``."""
+    if has_breakpoint(body, messages_marked):
         return 0
     placed = 0
     if body.tools:

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from ...errors import ErrorKind, ProxyError, kind_for_status, text_error_message
+from ...lazy_decoder import LazyDecoder
 from . import wire
 
 # Anthropic ``error.type`` for each neutral kind (the client-facing vocabulary).
@@ -84,7 +85,7 @@ class _AnyErrorBody(msgspec.Struct):
     detail: Any = None
 
 
-_body_decoder = msgspec.json.Decoder(_AnyErrorBody)
+_body_decoder: LazyDecoder[_AnyErrorBody] = LazyDecoder(_AnyErrorBody)
 
 
 def decode_error(status: int, body: bytes) -> ProxyError:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import msgspec
 
@@ -38,12 +38,13 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
 from .response import arguments_json, citations_in, reasoning_from_thinking
 from .validate import image_media_type, validate
 
-_request_decoder = msgspec.json.Decoder(wire.MessagesRequest)
-_fields_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
+_fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
 
@@ -139,13 +140,23 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             else:
                 messages.append(c.Message(role="assistant", content=[text]))
             continue
-        _check_not_empty(content, i, count, m.role)
         if m.role == "system":
+            _check_not_empty(content, i, count, m.role)
             system.extend(_system_message(content, i))
-        elif m.role == "user":
-            messages.extend(_user_turn(content, i, report))
-        else:
-            messages.append(_assistant_turn(content, i, report))
+            continue
+        if not content and not (m.role == "assistant" and i == count - 1):
+            _empty_message(i)
+        # The turns check their text blocks as they go (one pass, not two); another
+        # error in the message gives way to an empty text block anywhere in it, as
+        # the API names that one first.
+        try:
+            if m.role == "user":
+                messages.extend(_user_turn(content, i, report))
+            else:
+                messages.append(_assistant_turn(content, i, report))
+        except ProxyError:
+            _check_not_empty(content, i, count, m.role)
+            raise
 
     tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
@@ -202,8 +213,12 @@ def _check_not_empty(blocks: list[wire.InputBlock], i: int, count: int, role: st
         _empty_message(i)
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock and not b.text:
-            path = f"{_block_path(i, j)}.text"
-            raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
+            _empty_text(i, j)
+
+
+def _empty_text(i: int, j: int) -> NoReturn:
+    path = f"{_block_path(i, j)}.text"
+    raise ProxyError.invalid(f"{path}: text content blocks must be non-empty", path)
 
 
 def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
@@ -303,10 +318,14 @@ def _tool_result_in(
 def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> list[c.Message]:
     """A user turn: its tool_result blocks become a ``tool`` message placed before the
     rest of the turn's content (a second, ``user`` message)."""
+    if len(blocks) == 1 and type(blocks[0]) is wire.ToolResultBlock:  # an agent loop's turn
+        return [c.Message(role="tool", content=[_tool_result_in(blocks[0], i, 0, report)])]
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock:
+            if not b.text:
+                _empty_text(i, j)
             rest.append(_text_in(b, report))
         elif type(b) is wire.ToolResultBlock:
             results.append(_tool_result_in(b, i, j, report))
@@ -331,7 +350,13 @@ def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationRe
     parts: list[c.Part] = []
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock:
-            parts.append(_text_in(b, report))
+            if not b.text:
+                _empty_text(i, j)
+            parts.append(
+                c.Text(text=b.text, cache_control=b.cache_control)
+                if not b.citations
+                else _text_in(b, report)
+            )
         elif type(b) is wire.ToolUseBlock:
             parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
         elif type(b) is wire.ThinkingBlock:
@@ -436,9 +461,10 @@ def encode_request(
         thinking, effort, thinking_on = None, None, False
     if thinking_on:
         temperature, top_p, top_k = _sampling_with_thinking(temperature, top_p, top_k, report)
+    messages, marked = _messages_out(request.messages, report)
     body = wire.UpstreamRequest(
         model=request.model,
-        messages=_messages_out(request.messages, report),
+        messages=messages,
         max_tokens=_max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
@@ -456,7 +482,7 @@ def encode_request(
         ),
     )
     if request.implicit_caching and options.cache_breakpoints:
-        cache_breakpoints.place(body)
+        cache_breakpoints.place(body, messages_marked=marked)
     return _encoder.encode(body)
 
 
@@ -511,53 +537,93 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
     return [wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts]
 
 
-def _messages_out(messages: list[c.Message], report: TranslationReport) -> list[wire.InputMessage]:
+def _messages_out(
+    messages: list[c.Message], report: TranslationReport
+) -> tuple[list[wire.InputMessage], bool]:
     """Canonical turns -> Anthropic turns: tool turns become user turns of tool_result
     blocks; consecutive same-role turns merge (parallel results share ONE user turn);
-    in each user turn the tool_result blocks come first."""
-    turns: list[tuple[str, list[wire.InputBlock]]] = []
+    in each user turn the tool_result blocks come first. Also whether a block carries
+    ``cache_control`` (``cache_breakpoints.place`` need not look at every block).
+
+    The usual parts (text, a function call, a tool result of one text) are built
+    inline: an agent loop resends every one of them each turn, and a call per part
+    (``_part_out``, which the rest take) was most of this function's time."""
+    turns: list[tuple[bool, list[wire.InputBlock]]] = []  # (is the user's, blocks)
     dropped_calls: set[str] = set()
+    marked = False
+    text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
+    safe_id = ids.safe_tool_id
     for i, m in enumerate(messages):
-        role = "assistant" if m.role == "assistant" else "user"
+        assistant = m.role == "assistant"
         blocks: list[wire.InputBlock] = []
+        append = blocks.append
         for j, p in enumerate(m.content):
-            block = _part_out(p, role, i, j, report, dropped_calls)
-            if block is not None:
-                blocks.append(block)
+            if type(p) is c.Text:
+                if p.text:  # Anthropic rejects empty text blocks
+                    if p.citations:
+                        report.drop("text.citations")
+                    if p.cache_control is not None:
+                        marked = True
+                    append(text_block(text=p.text, cache_control=p.cache_control))
+            elif type(p) is c.ToolCall and assistant and p.kind != "custom":
+                append(
+                    tool_use(
+                        id=safe_id(p.id, "toolu_missing"),
+                        name=p.name,
+                        input=_arguments_out(p.arguments, i, j),
+                    )
+                )
+            elif (
+                type(p) is c.ToolResult
+                and not assistant
+                and p.kind != "custom"
+                and p.call_id not in dropped_calls
+            ):
+                if p.cache_control is not None:
+                    marked = True
+                append(
+                    tool_result(
+                        tool_use_id=safe_id(p.call_id, "toolu_missing"),
+                        content=_tool_result_content_out(p.content, i, j, report),
+                        is_error=True if p.is_error else None,
+                        cache_control=p.cache_control,
+                    )
+                )
+            else:
+                block = _part_out(
+                    p, "assistant" if assistant else "user", i, j, report, dropped_calls
+                )
+                if block is not None:
+                    marked = marked or getattr(block, "cache_control", None) is not None
+                    append(block)
         if not blocks:
             continue
-        if turns and turns[-1][0] == role:
+        user = not assistant
+        if turns and turns[-1][0] is user:
             turns[-1][1].extend(blocks)
         else:
-            turns.append((role, blocks))
+            turns.append((user, blocks))
     out: list[wire.InputMessage] = []
-    for role, blocks in turns:
-        if role == "user" and len(blocks) > 1:
-            results = [b for b in blocks if type(b) is wire.ToolResultBlock]
+    for user, blocks in turns:
+        if user and len(blocks) > 1:
+            results = [b for b in blocks if type(b) is tool_result]
             if results and len(results) != len(blocks):
-                blocks = results + [b for b in blocks if type(b) is not wire.ToolResultBlock]
+                blocks = results + [b for b in blocks if type(b) is not tool_result]
         first = blocks[0]
         content: str | list[wire.InputBlock] = blocks
-        if len(blocks) == 1 and type(first) is wire.TextBlock and first.cache_control is None:
+        if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
             content = first.text  # the short form for a lone plain text block
-        out.append(
-            wire.InputMessage(role="user" if role == "user" else "assistant", content=content)
-        )
-    return out
+        out.append(wire.InputMessage(role="user" if user else "assistant", content=content))
+    return out, marked
 
 
 def _part_out(
     p: c.Part, role: str, i: int, j: int, report: TranslationReport, dropped_calls: set[str]
 ) -> wire.InputBlock | None:
-    """One canonical part of ``messages[i]`` as a block (None: dropped). Dispatched on
+    """One canonical part of ``messages[i]`` as a block (None: dropped), for the parts
+    ``_messages_out`` does not build inline (text is always built there). Dispatched on
     ``type(p)`` (see ``_block_path``); ``messages[i].content[j]`` is formatted only
     where it may be needed."""
-    if type(p) is c.Text:
-        if not p.text:
-            return None  # Anthropic rejects empty text blocks
-        if p.citations:
-            report.drop("text.citations")
-        return wire.TextBlock(text=p.text, cache_control=p.cache_control)
     if type(p) is c.ToolCall and role == "assistant":
         if p.kind == "custom":
             report.reject(

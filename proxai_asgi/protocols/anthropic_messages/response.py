@@ -20,6 +20,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...errors import ProxyError
+from ...lazy_decoder import LazyDecoder
 from . import wire
 
 if TYPE_CHECKING:
@@ -27,10 +28,10 @@ if TYPE_CHECKING:
 
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
-_message_decoder = msgspec.json.Decoder(wire.UpstreamMessage)
-_raw_message_decoder = msgspec.json.Decoder(wire.RawMessage)
-_block_decoder = msgspec.json.Decoder(wire.OutputBlock)
-_type_decoder = msgspec.json.Decoder(wire.TypeOnly)
+_message_decoder: LazyDecoder[wire.UpstreamMessage] = LazyDecoder(wire.UpstreamMessage)
+_raw_message_decoder: LazyDecoder[wire.RawMessage] = LazyDecoder(wire.RawMessage)
+_block_decoder: LazyDecoder[wire.OutputBlock] = LazyDecoder(wire.OutputBlock)
+_type_decoder: LazyDecoder[wire.TypeOnly] = LazyDecoder(wire.TypeOnly)
 
 KNOWN_OUTPUT_TYPES = frozenset(cls.__struct_config__.tag for cls in get_args(wire.OutputBlock))
 

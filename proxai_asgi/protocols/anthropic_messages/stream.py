@@ -36,6 +36,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry, tokens
 from ...errors import ProxyError
+from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
 from . import wire
 from .errors import error_event, stream_error_from_body
@@ -56,8 +57,8 @@ if TYPE_CHECKING:
 
     from ...sse import SSEEvent
 
-_event_decoder = msgspec.json.Decoder(wire.StreamEvent)
-_raw_event_decoder = msgspec.json.Decoder(wire.RawEvent)
+_event_decoder: LazyDecoder[wire.StreamEvent] = LazyDecoder(wire.StreamEvent)
+_raw_event_decoder: LazyDecoder[wire.RawEvent] = LazyDecoder(wire.RawEvent)
 _encoder = msgspec.json.Encoder()
 
 KNOWN_EVENT_TYPES = frozenset(cls.__struct_config__.tag for cls in get_args(wire.StreamEvent))

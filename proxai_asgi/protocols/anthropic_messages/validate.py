@@ -10,6 +10,8 @@ per request (image blocks are checked while they are decoded).
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from ...errors import ProxyError
 from . import wire
 
@@ -61,27 +63,42 @@ def validate(req: wire.MessagesRequest) -> None:
 
 def _tool_results_follow(messages: list[wire.InputMessage]) -> None:
     """Every ``tool_use`` is answered by a ``tool_result`` in the next message (a
-    trailing assistant turn, a prefill, is left alone: nothing follows it yet)."""
-    for i, m in enumerate(messages[:-1]):
-        if m.role != "assistant" or isinstance(m.content, str):
+    trailing assistant turn, a prefill, is left alone: nothing follows it yet).
+    Plain loops, and the usual turn (one call, answered by the next message's first
+    block) needs no set: this runs over every turn of a resent conversation."""
+    tool_use, tool_result = wire.ToolUseBlock, wire.ToolResultBlock
+    for i in range(len(messages) - 1):
+        m = messages[i]
+        content = m.content
+        if m.role != "assistant" or type(content) is str:
             continue
-        ids = [b.id for b in m.content if type(b) is wire.ToolUseBlock]
+        ids: list[str] = []
+        for b in content:
+            if type(b) is tool_use:
+                ids.append(b.id)
         if not ids:
             continue
         after = messages[i + 1].content
-        answered = (
-            {b.tool_use_id for b in after if type(b) is wire.ToolResultBlock}
-            if not isinstance(after, str)
-            else set()
-        )
-        missing = [x for x in ids if x not in answered]
-        if missing:
-            raise ProxyError.invalid(
-                f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
-                f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
-                "corresponding `tool_result` block in the next message.",
-                f"messages.{i + 1}",
-            )
+        if type(after) is str:
+            _unanswered(i + 1, ids)
+        first = after[0] if after else None
+        if len(ids) == 1 and type(first) is tool_result and first.tool_use_id == ids[0]:
+            continue
+        answered: set[str] = set()
+        for b in after:
+            if type(b) is tool_result:
+                answered.add(b.tool_use_id)
+        if not answered.issuperset(ids):
+            _unanswered(i + 1, [x for x in ids if x not in answered])
+
+
+def _unanswered(at: int, missing: list[str]) -> NoReturn:
+    raise ProxyError.invalid(
+        f"messages.{at}: `tool_use` ids were found without `tool_result` blocks "
+        f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+        "corresponding `tool_result` block in the next message.",
+        f"messages.{at}",
+    )
 
 
 def image_media_type(media_type: str, path: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from ...errors import ErrorKind, ProxyError
+from ...lazy_decoder import LazyDecoder
 from ..anthropic_messages.errors import decode_error as decode_loose_error
 from . import wire
 
@@ -66,7 +67,7 @@ class _GoogleErrorBody(msgspec.Struct):
     error: _GoogleError | None = None
 
 
-_body_decoder = msgspec.json.Decoder(_GoogleErrorBody)
+_body_decoder: LazyDecoder[_GoogleErrorBody] = LazyDecoder(_GoogleErrorBody)
 
 
 def error_response(status: int, kind: str, message: str) -> wire.ErrorResponse:

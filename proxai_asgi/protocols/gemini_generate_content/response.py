@@ -28,11 +28,14 @@ import msgspec
 from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
+from ...lazy_decoder import LazyDecoder
 from . import signatures, wire
 
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
-_response_decoder = msgspec.json.Decoder(wire.GenerateContentResponse)
+_response_decoder: LazyDecoder[wire.GenerateContentResponse] = LazyDecoder(
+    wire.GenerateContentResponse
+)
 
 # Canonical stop (None: the model produced no usable answer) for each finishReason.
 FINISH_IN: dict[str, c.StopReason | None] = {

@@ -29,6 +29,7 @@ import msgspec
 from ... import canonical as c
 from ... import reasoning_carry
 from ...errors import ProxyError
+from ...lazy_decoder import LazyDecoder
 from ...sse import encode_event
 from . import signatures, wire
 from .errors import error_response, stream_error
@@ -48,7 +49,9 @@ from .response import (
 if TYPE_CHECKING:
     from ...sse import SSEEvent
 
-_chunk_decoder = msgspec.json.Decoder(wire.GenerateContentResponse)
+_chunk_decoder: LazyDecoder[wire.GenerateContentResponse] = LazyDecoder(
+    wire.GenerateContentResponse
+)
 _encoder = msgspec.json.Encoder()
 
 _TEXT, _THOUGHT = "text", "reasoning"

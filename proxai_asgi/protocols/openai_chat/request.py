@@ -13,12 +13,14 @@ from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...lazy_decoder import LazyDecoder
 from . import validate
 from . import wire as w
 
-_REQUEST_DEC = msgspec.json.Decoder(w.ChatRequest)
-_KEYS_DEC = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
+_KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _ENC = msgspec.json.Encoder()
+_UNSET = msgspec.UNSET
 
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"missing required field `([^`]+)`")
@@ -170,7 +172,12 @@ def _assistant(
     if m.refusal:
         parts.append(c.Refusal(text=m.refusal))
     for j, tc in enumerate(m.tool_calls or ()):
-        kind = "function" if tc.type is msgspec.UNSET else tc.type
+        f = tc.function
+        if f is not None and (tc.type is _UNSET or tc.type == "function"):  # the usual call
+            parts.append(c.ToolCall(id=tc.id, name=f.name, arguments=f.arguments))
+            kinds[tc.id] = "function"
+            continue
+        kind = "function" if tc.type is _UNSET else tc.type
         if kind == "function":
             if tc.function is None:
                 tpath = f"messages[{i}].tool_calls[{j}]"
@@ -562,9 +569,13 @@ class _Encoder:
                 self.report.drop("tool_result.is_error")
             if p.cache_control is not None:
                 self.report.drop("cache_control")
+            content = p.content
+            if len(content) == 1 and type(content[0]) is c.Text:  # the usual result
+                self.messages.append(w.ToolMessage(tool_call_id=p.call_id, content=content[0].text))
+                continue
             texts: list[str] = []
             media: list[w.UserPart] = []
-            for q in p.content:
+            for q in content:
                 if type(q) is c.Text:
                     texts.append(q.text)
                 elif type(q) is c.Image or type(q) is c.File:

@@ -17,9 +17,10 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy
 from ...errors import ProxyError
+from ...lazy_decoder import LazyDecoder
 from . import wire as w
 
-_COMPLETION_DEC = msgspec.json.Decoder(w.CompletionIn)
+_COMPLETION_DEC: LazyDecoder[w.CompletionIn] = LazyDecoder(w.CompletionIn)
 _ENC = msgspec.json.Encoder()
 _ANY_ENC = msgspec.json.Encoder()
 

@@ -38,6 +38,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids
 from ...errors import ErrorKind, ProxyError, kind_for_status
+from ...lazy_decoder import LazyDecoder
 from ...sse import DONE_FRAME, SSEEvent, encode_event
 from . import wire as w
 from .errors import encode_openai_error, kind_from_fields, status_from_fields
@@ -52,7 +53,7 @@ from .response import (
     usage_to_wire,
 )
 
-_CHUNK_DEC = msgspec.json.Decoder(w.ChunkIn)
+_CHUNK_DEC: LazyDecoder[w.ChunkIn] = LazyDecoder(w.ChunkIn)
 _ANY_DEC = msgspec.json.Decoder()
 _ENC = msgspec.json.Encoder()
 

@@ -98,13 +98,13 @@ def _check_messages(messages: list[w.Message]) -> None:
     conversation = False
     pending: dict[str, int] = {}  # tool call ids awaiting their tool message -> position
     for i, m in enumerate(messages):
-        if isinstance(m, w.ToolMessage):
+        if type(m) is w.ToolMessage:  # type(), not isinstance: see request.py
             conversation = True  # (a result answering nothing is reported by checks.py)
             pending.pop(m.tool_call_id, None)
             continue
         if pending:
             _unanswered(pending)
-        if isinstance(m, w.UserMessage):
+        if type(m) is w.UserMessage:
             conversation = True
             if _empty(m.content):
                 raise _invalid(
@@ -113,13 +113,14 @@ def _check_messages(messages: list[w.Message]) -> None:
                 )
             if isinstance(m.content, list):
                 for j, part in enumerate(m.content):
-                    if isinstance(part, w.ImagePart):
+                    if type(part) is w.ImagePart:
                         check_image_url(part.image_url.url, f"messages[{i}].content[{j}]")
-        elif isinstance(m, w.AssistantMessage):
+        elif type(m) is w.AssistantMessage:
             conversation = True
             a = m
             if a.tool_calls:
-                pending.update((call.id, i) for call in a.tool_calls)
+                for call in a.tool_calls:
+                    pending[call.id] = i
             elif (a.content is None or a.content is UNSET) and not (
                 a.refusal or a.function_call or a.audio
             ):

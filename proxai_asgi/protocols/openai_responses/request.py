@@ -11,6 +11,7 @@ from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
+from ...lazy_decoder import LazyDecoder
 from ..openai_chat.validate import check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
@@ -19,26 +20,28 @@ T = TypeVar("T")
 
 # ------------------------------------------------------------------ decoders (reused)
 
-_body_keys = msgspec.json.Decoder(dict[str, Raw])
-_body = msgspec.json.Decoder(w.CreateRequest)
-_item_head = msgspec.json.Decoder(w.ItemHead)
-_tool_head = msgspec.json.Decoder(w.ToolHead)
-_raw_object = msgspec.json.Decoder(dict[str, Any])
-_function_tool = msgspec.json.Decoder(w.FunctionTool)
-_custom_tool = msgspec.json.Decoder(w.CustomTool)
+_body_keys: LazyDecoder[dict[str, Raw]] = LazyDecoder(dict[str, Raw])
+_body: LazyDecoder[w.CreateRequest] = LazyDecoder(w.CreateRequest)
+_item_head: LazyDecoder[w.ItemHead] = LazyDecoder(w.ItemHead)
+_tool_head: LazyDecoder[w.ToolHead] = LazyDecoder(w.ToolHead)
+_raw_object: LazyDecoder[dict[str, Any]] = LazyDecoder(dict[str, Any])
+_function_tool: LazyDecoder[w.FunctionTool] = LazyDecoder(w.FunctionTool)
+_custom_tool: LazyDecoder[w.CustomTool] = LazyDecoder(w.CustomTool)
 # An input item decodes in one pass in the usual cases (see ``_decode_item``); a
 # function or custom tool through the tagged union of the two. Decoding the head first
 # for every item, to pick its decoder, would parse each item twice.
-_any_item = msgspec.json.Decoder(w.InputItem)
-_client_tool = msgspec.json.Decoder(w.FunctionTool | w.CustomTool)
-_message_item = msgspec.json.Decoder(w.MessageItem)
-_item_decoders: dict[str, msgspec.json.Decoder[Any]] = {
+_any_item: LazyDecoder[w.InputItem] = LazyDecoder(w.InputItem)
+_client_tool: LazyDecoder[w.FunctionTool | w.CustomTool] = LazyDecoder(
+    w.FunctionTool | w.CustomTool
+)
+_message_item: LazyDecoder[w.MessageItem] = LazyDecoder(w.MessageItem)
+_item_decoders: dict[str, LazyDecoder[Any]] = {
     "message": _message_item,
-    "function_call": msgspec.json.Decoder(w.FunctionCallItem),
-    "function_call_output": msgspec.json.Decoder(w.FunctionCallOutputItem),
-    "custom_tool_call": msgspec.json.Decoder(w.CustomToolCallItem),
-    "custom_tool_call_output": msgspec.json.Decoder(w.CustomToolCallOutputItem),
-    "reasoning": msgspec.json.Decoder(w.ReasoningItem),
+    "function_call": LazyDecoder(w.FunctionCallItem),
+    "function_call_output": LazyDecoder(w.FunctionCallOutputItem),
+    "custom_tool_call": LazyDecoder(w.CustomToolCallItem),
+    "custom_tool_call_output": LazyDecoder(w.CustomToolCallOutputItem),
+    "reasoning": LazyDecoder(w.ReasoningItem),
 }
 
 # Top-level fields real clients send that a stateless translation cannot honour. They
@@ -116,7 +119,7 @@ def _invalid(err: Exception, path: str = "") -> ProxyError:
     return ProxyError.invalid(msg, param=param)
 
 
-def _decode(decoder: msgspec.json.Decoder[T], raw: Raw | bytes, path: str) -> T:
+def _decode(decoder: LazyDecoder[T], raw: Raw | bytes, path: str) -> T:
     try:
         return decoder.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
@@ -174,6 +177,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
     for i, raw in enumerate(req.tools or ()):
+        tool: w.FunctionTool | w.CustomTool | None
         try:
             tool = _client_tool.decode(raw)
         except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError

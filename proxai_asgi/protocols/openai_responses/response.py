@@ -16,12 +16,13 @@ from msgspec import Raw
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...errors import ProxyError
+from ...lazy_decoder import LazyDecoder
 from . import wire as w
 
-_up_response = msgspec.json.Decoder(w.UpResponse)
-_up_response_typed = msgspec.json.Decoder(w.UpResponseTyped)
-_up_item = msgspec.json.Decoder(w.UpItem)
-_up_head = msgspec.json.Decoder(w.UpTypeHead)
+_up_response: LazyDecoder[w.UpResponse] = LazyDecoder(w.UpResponse)
+_up_response_typed: LazyDecoder[w.UpResponseTyped] = LazyDecoder(w.UpResponseTyped)
+_up_item: LazyDecoder[w.UpItem] = LazyDecoder(w.UpItem)
+_up_head: LazyDecoder[w.UpTypeHead] = LazyDecoder(w.UpTypeHead)
 
 
 # ===================================================================== upstream -> canonical

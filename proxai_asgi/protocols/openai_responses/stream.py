@@ -21,7 +21,6 @@ refusal block started while the text block before it is open is that item's seco
 from __future__ import annotations
 
 import enum
-import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,15 +31,16 @@ from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import RefusalJoin
 from ...errors import ProxyError, kind_for_status
+from ...lazy_decoder import LazyDecoder
 from ...sse import SSEEvent, frame_head
 from . import response as r
 from . import wire as w
 
 # =============================================================================== decoder
 
-_event_decoder = msgspec.json.Decoder(w.UpEvent)
-_head_decoder = msgspec.json.Decoder(w.UpTypeHead)
-_response_decoder = msgspec.json.Decoder(w.UpResponse)
+_event_decoder: LazyDecoder[w.UpEvent] = LazyDecoder(w.UpEvent)
+_head_decoder: LazyDecoder[w.UpTypeHead] = LazyDecoder(w.UpTypeHead)
+_response_decoder: LazyDecoder[w.UpResponse] = LazyDecoder(w.UpResponse)
 
 
 class DecoderPhase(enum.Enum):
@@ -856,7 +856,7 @@ class ResponsesStreamEncoder:
     def _start(self, ev: c.MessageStart) -> bytes:
         self.phase = _ENCODER_STREAMING
         # Minted once, so every id of the stream derives from the same base.
-        self._upstream_id = ev.id or secrets.token_hex(12)
+        self._upstream_id = ev.id or ids.random_hex(12)
         self._id = ids.derive("resp_", self._upstream_id)
         self._model = ev.model or self._request.model
         self._created = ev.created or int(time.time())

@@ -187,6 +187,29 @@ def test_a_clients_own_breakpoints_are_kept_and_nothing_is_added() -> None:
     assert out["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
 
 
+# A 1x1 PNG: an image block the Anthropic encoder builds outside its inline path.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+    "nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+)
+
+
+def test_a_clients_own_breakpoint_on_an_image_is_kept_and_nothing_is_added() -> None:
+    body = chat_loop(2)
+    image = {
+        "type": "image_url",
+        "image_url": {"url": f"data:image/png;base64,{PNG}"},
+        "cache_control": EPHEMERAL,
+    }
+    body["messages"][1]["content"] = [{"type": "text", "text": "Describe."}, image]
+    out = to_anthropic(body)
+    assert markers(out) == ["messages[0].content[1]"]
+    assert out["messages"][0]["content"][1]["type"] == "image"
+    # Without the client's marker, the same body gets the usual four.
+    image.pop("cache_control")
+    assert len(markers(to_anthropic(body))) == 4
+
+
 def test_anthropic_clients_and_the_option_off_get_none() -> None:
     anthropic_body = {
         "model": "m",

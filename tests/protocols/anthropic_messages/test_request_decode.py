@@ -667,3 +667,99 @@ def test_wrong_types_are_400_naming_the_field(patch: dict[str, Any], path: str) 
 @pytest.mark.parametrize("raw", [b"", b"{", b"[]", b'"x"', b'{"model": "\xff"}', b"\x00\x01"])
 def test_invalid_json_or_non_object_bodies_are_400(raw: bytes) -> None:
     _raises_400(raw)
+
+
+# The empty-text check runs inside the turn's own pass over its blocks; the error the
+# API names first is still the empty text block, wherever it is in the message.
+_TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "sh", "input": {}}
+_TOOL_RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+_BAD_IMAGE = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/bmp", "data": "Qk0="},
+}
+
+
+@pytest.mark.parametrize(
+    ("role", "blocks", "param"),
+    [
+        # an error in an earlier block gives way to a later empty text block
+        ("user", [_TOOL_USE, {"type": "text", "text": ""}], "messages[0].content[1].text"),
+        ("user", [_BAD_IMAGE, {"type": "text", "text": ""}], "messages[0].content[1].text"),
+        ("assistant", [_TOOL_RESULT, {"type": "text", "text": ""}], "messages[1].content[1].text"),
+        # an empty text block before the other error is named as before
+        ("user", [{"type": "text", "text": ""}, _TOOL_USE], "messages[0].content[0].text"),
+        # without an empty text block, the other error is the one named
+        ("user", [_TOOL_USE, {"type": "text", "text": "x"}], "messages[0].content[0].type"),
+        (
+            "user",
+            [{"type": "text", "text": "x"}, _BAD_IMAGE],
+            "messages[0].content[1].source.media_type",
+        ),
+    ],
+)
+def test_an_empty_text_block_is_the_error_named_first(
+    role: str, blocks: list[dict[str, Any]], param: str
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": blocks}]
+    if role == "assistant":
+        messages = [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": "go on"},
+        ]
+    error = _raises_400({"model": "m", "max_tokens": 10, "messages": messages})
+    assert error.param == param
+
+
+def _use(n: int) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{n}", "name": "sh", "input": {}}
+
+
+def _result(n: int) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("calls", "answer", "missing"),
+    [
+        ([_use(1)], "thanks", "toolu_1"),  # the short form answers nothing
+        ([_use(1)], [{"type": "text", "text": "x"}], "toolu_1"),
+        ([_use(1)], [_result(2)], "toolu_1"),
+        ([_use(1), _use(2)], [_result(2)], "toolu_1"),
+        ([_use(1), _use(2), _use(3)], [_result(2)], "toolu_1, toolu_3"),
+    ],
+)
+def test_a_tool_use_without_its_result_in_the_next_message_is_rejected(
+    calls: list[dict[str, Any]], answer: Any, missing: str
+) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": calls},
+        {"role": "user", "content": answer},
+    ]
+    error = _raises_400({"model": "m", "max_tokens": 10, "messages": messages})
+    assert error.param == "messages.2"
+    assert f"immediately after: {missing}. Each" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("calls", "answer"),
+    [
+        ([_use(1)], [_result(1)]),
+        ([_use(1)], [{"type": "text", "text": "first"}, _result(1)]),  # not first: answered
+        ([_use(1), _use(2)], [_result(2), _result(1)]),
+    ],
+)
+def test_answered_tool_uses_and_a_trailing_prefill_pass(
+    calls: list[dict[str, Any]], answer: list[dict[str, Any]]
+) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": calls},
+        {"role": "user", "content": answer},
+        {"role": "assistant", "content": [_use(9)]},  # a prefill: nothing follows it yet
+    ]
+    raw = json.dumps({"model": "m", "max_tokens": 10, "messages": messages}).encode()
+    request = CODEC.decode_request(raw, TranslationReport())
+    called = [p.id for p in request.messages[1].content if isinstance(p, c.ToolCall)]
+    assert called == [x["id"] for x in calls]
