@@ -35,6 +35,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, policy, tokens
+from ...delta_runs import decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...sse import frame_head
 from . import wire
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from ...sse import SSEEvent
 
 _event_decoder = msgspec.json.Decoder(wire.StreamEvent)
+
 _raw_event_decoder = msgspec.json.Decoder(wire.RawEvent)
 _encoder = msgspec.json.Encoder()
 
@@ -77,6 +79,8 @@ class DecoderState(enum.Enum):
 # As a module global for the per-event test: on Python 3.11 ``DecoderState.DONE`` is a
 # ~65 ns metaclass attribute lookup (a global is ~10 ns).
 _DECODER_DONE = DecoderState.DONE
+_IN_MESSAGE = DecoderState.IN_MESSAGE
+_DELTA_EVENT, _TEXT_DELTA = wire.ContentBlockDeltaEvent, wire.TextDelta
 
 
 # Which upstream block kind each delta type may extend.
@@ -126,6 +130,31 @@ class AnthropicStreamDecoder:
         except (msgspec.DecodeError, ValueError) as e:
             raise self._violation(f"malformed JSON in upstream stream: {e}") from None
         return _DECODER_HANDLERS[type(ev)](self, ev)
+
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed``'s ``_on_block_delta`` for a run of text deltas of one open text
+        block (see ``StreamDecoder.delta_run``)."""
+        i = start
+        if self.state is not _IN_MESSAGE:
+            return i, -1, []
+        texts: list[str] = []
+        wire_index: int | None = None  # the upstream's index of the run's block
+        index = -1
+        for ev in decoded(_event_decoder.decode, events, start):
+            if type(ev) is not _DELTA_EVENT or type(ev.delta) is not _TEXT_DELTA:
+                break
+            if ev.index != wire_index:
+                if index >= 0:
+                    break  # another block's delta
+                block = self._blocks.get(ev.index)
+                if block is None or not block.open or block.kind != "text":
+                    break
+                wire_index, index = ev.index, block.index
+            text = ev.delta.text
+            if text:
+                texts.append(text)
+            i += 1
+        return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
         if self.state is DecoderState.DONE:
@@ -450,6 +479,19 @@ class AnthropicStreamEncoder:
         if self.state is _ENCODER_DONE:
             return b""
         return _ENCODER_HANDLERS[type(event)](self, event)
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._direct_deltas, index, texts)
+
+    def _direct_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_on_block_delta``'s hot path for a run: one join over the block's head."""
+        block = self._block
+        if self.state is _ENCODER_DONE or block is None or not block.direct:
+            return None
+        if index != block.index:
+            return None
+        head = block.delta_head
+        return head + (_DELTA_TAIL + head).join(map(_encoder.encode, texts)) + _DELTA_TAIL
 
     # ---- message level
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ... import canonical as c
+from ...delta_runs import decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...sse import encode_event
 from . import signatures, wire
@@ -127,6 +128,35 @@ class GeminiStreamDecoder:
                 self._finish = cand.finish_reason
                 self._finish_message = cand.finish_message
         return out
+
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed`` for a run of frames that each hold one plain text part of the open
+        text block, and nothing else but usage (see ``StreamDecoder.delta_run``)."""
+        i = start
+        index = self._open
+        if self._done or not self._started or index is None or self._open_kind != _TEXT:
+            return i, -1, []
+        texts: list[str] = []
+        usage: wire.UsageMetadata | None = None
+        for r in decoded(_chunk_decoder.decode, events, start):
+            cands = r.candidates
+            if not cands or r.prompt_feedback is not None:
+                break
+            cand = cands[0]
+            content = cand.content
+            if cand.finish_reason is not None or content is None or len(content.parts) != 1:
+                break
+            p = content.parts[0]
+            if p.thought or p.thought_signature or p.function_call is not None:
+                break
+            if p.text:
+                texts.append(p.text)
+            if r.usage_metadata is not None:
+                usage = r.usage_metadata
+            i += 1
+        if usage is not None:
+            self._usage = usage
+        return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
         if self._done:
@@ -268,6 +298,21 @@ class GeminiStreamEncoder:
         if self._done:
             return b""
         return _HANDLERS[type(event)](self, event)
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._text_deltas, index, texts)
+
+    def _text_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_on_delta``'s text case for a run, once the frame tail is known."""
+        block = self._blocks.get(index)
+        tail = self._tail
+        if self._done or block is None or block.kind not in ("text", "refusal"):
+            return None
+        if self._pending is not None or tail is None:
+            return None
+        self._has_text = True
+        end = _TEXT_TAIL + b"," + tail + b"\r\n\r\n"
+        return _DELTA_HEAD + (end + _DELTA_HEAD).join(map(_encoder.encode, texts)) + end
 
     def _frame(self, body: Any) -> bytes:
         return encode_event(_encoder.encode(body), end=b"\r\n\r\n")

@@ -31,6 +31,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import RefusalJoin
+from ...delta_runs import decoded, encode_deltas_with
 from ...errors import ProxyError, kind_for_status
 from ...sse import SSEEvent, frame_head
 from . import response as r
@@ -59,6 +60,7 @@ class _ItemKind(enum.Enum):
 # Enum members as module globals where events test them: on Python 3.11 ``Enum.X`` is a
 # ~65 ns metaclass attribute lookup (a global is ~10 ns).
 _AWAIT_CREATED = DecoderPhase.AWAIT_CREATED
+_DECODER_STREAMING = DecoderPhase.STREAMING
 _DECODER_CLOSED = DecoderPhase.CLOSED
 _MESSAGE = _ItemKind.MESSAGE
 _REASONING = _ItemKind.REASONING
@@ -146,6 +148,37 @@ class ResponsesStreamDecoder:
             # Held only when the list ends with a (text) BlockStop.
             self._join_idle = type(out[-1]) is not c.BlockStop
         return self._join(out)
+
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed``'s ``_on_text_delta`` hot path for a run of ``output_text`` deltas
+        of one content part (see ``StreamDecoder.delta_run``)."""
+        i = start
+        if self.phase is not _DECODER_STREAMING or not self._join_idle:
+            return i, -1, []
+        texts: list[str] = []
+        item: _UpItem | None = None
+        output_index: int | None = None
+        ci: int | None = None
+        index = -1
+        for ev in decoded(_event_decoder.decode, events, start):
+            if ev.type != "response.output_text.delta":
+                break
+            if ev.output_index != output_index or (ev.content_index or 0) != ci:
+                if item is not None or ev.output_index is None:
+                    break  # another part's delta, or one found by item_id: feed's
+                found = self._items.get(ev.output_index)
+                if found is None or found.kind is _IGNORED:
+                    break
+                part = found.parts.get(ev.content_index or 0)
+                if part is None or part == _IGNORED_PART:
+                    break
+                item, output_index, ci, index = found, ev.output_index, ev.content_index or 0, part
+            if ev.delta:
+                texts.append(ev.delta)
+            i += 1
+        if texts and item is not None and ci is not None:
+            item.delta_seen.add(ci)
+        return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
         if self.phase is _DECODER_CLOSED:
@@ -813,6 +846,23 @@ class ResponsesStreamEncoder:
             return self._start(event)
         head = self._start(c.MessageStart(id="", model=self._request.model))
         return head + _ENCODER_HANDLERS[type(event)](self, event)
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._text_deltas, index, texts)
+
+    def _text_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_delta``'s text case for a run of an announced text part."""
+        block = self._blocks.get(index)
+        if self.phase is not _ENCODER_STREAMING or type(block) is not _TextBlock:
+            return None
+        if not block.opened:
+            return None
+        block.chunks += texts
+        self._shown = True
+        seq = self._seq
+        self._seq = seq + len(texts)
+        head, tail, enc = block.delta_head, block.delta_tail, w.json_encoder.encode
+        return b"".join([head + enc(t) + tail % s for s, t in enumerate(texts, seq)])
 
     # --------------------------------------------------------------------- framing
 
