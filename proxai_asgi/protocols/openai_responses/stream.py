@@ -861,8 +861,10 @@ class ResponsesStreamEncoder:
         self._shown = True
         seq = self._seq
         self._seq = seq + len(texts)
-        head, tail, enc = block.delta_head, block.delta_tail, w.json_encoder.encode
-        return b"".join([head + enc(t) + tail % s for s, t in enumerate(texts, seq)])
+        # One format per frame: the head, the fragment (%b) and the tail's number (%d).
+        frame = block.delta_head.replace(b"%", b"%%") + b"%b" + block.delta_tail
+        enc = w.json_encoder.encode
+        return b"".join([frame % (enc(t), s) for s, t in enumerate(texts, seq)])
 
     # --------------------------------------------------------------------- framing
 
