@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -49,11 +49,29 @@ def encode_deltas_with(
     return head + tail
 
 
-def decoded(decode: Callable[[bytes], _T], events: list[SSEEvent], start: int) -> Iterator[_T]:
-    """The data of ``events[start:]`` decoded in turn, up to the first that does not
-    decode (``feed`` then says what it is). A run's loop stops pulling where it ends."""
+def decoded(
+    decode: Callable[[bytes], _T], events: list[SSEEvent], start: int
+) -> Iterator[tuple[SSEEvent, _T]]:
+    """``events[start:]`` with their data decoded, in turn, up to the first whose data
+    does not decode (``feed`` then says what it is). A run's loop stops pulling where
+    the run ends, and hands the frame that ended it to ``Held``."""
     for e in islice(events, start, None):
         try:
-            yield decode(e.data)
+            value = decode(e.data)
         except (msgspec.DecodeError, ValueError):
             return
+        yield e, value
+
+
+class Held:
+    """The frame that ended a run, decoded: the decoder's ``feed`` gets that very frame
+    next (``event is held.event``) and takes ``value`` instead of decoding it again."""
+
+    __slots__ = ("event", "value")
+
+    def __init__(self) -> None:
+        self.event: SSEEvent | None = None
+        self.value: Any = None
+
+    def put(self, event: SSEEvent, value: object) -> None:
+        self.event, self.value = event, value

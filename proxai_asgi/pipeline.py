@@ -188,7 +188,7 @@ class StreamTranslator:
         out = bytearray()
         try:
             events = self._sse.decode(data)
-            if self._unwrap is None:
+            if len(events) > 1 and self._unwrap is None:  # (one event: nothing to gain)
                 self._runs(events, out)
             else:
                 feed = self._decoder.feed
@@ -234,17 +234,28 @@ class StreamTranslator:
 
     def _runs(self, events: list[SSEEvent], out: bytearray) -> None:
         """A read's events: each run of text deltas in one go (``delta_runs``), the
-        frame that ends it through ``feed``."""
+        frame that ends it through ``feed``. After an attempt that took nothing (other
+        deltas: reasoning, tool arguments), the next waits for a frame that was not
+        one plain delta (a block boundary), so such frames are not offered twice."""
         run = self._decoder.delta_run
         deltas = self._encoder.encode_deltas
         feed = self._decoder.feed
         i, n = 0, len(events)
+        trying = True
         while i < n:
-            end, index, texts = run(events, i)
-            if texts:
-                out += deltas(index, texts)
-            if end < n and self._emit(feed(events[end]), out):
+            end = i
+            if trying:
+                end, index, texts = run(events, i)
+                if texts:
+                    out += deltas(index, texts)
+                if end == n:
+                    return
+                trying = end > i
+            emitted = feed(events[end])
+            if self._emit(emitted, out):
                 return
+            if not trying:
+                trying = len(emitted) != 1 or type(emitted[0]) is not _DELTA
             i = end + 1
 
     def _emit(self, events: list[c.StreamEvent], out: bytearray) -> bool:

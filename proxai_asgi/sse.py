@@ -10,8 +10,8 @@ This runs once per upstream event on every translated stream, so it is written f
 speed (measured with ``bench/sansio.py``): a chunk that is exactly one frame, the usual
 shape of a network read, skips the line loop (a ``data:``-only frame, LF or CRLF, is recognised
 before the line split, an ``event:`` + ``data:`` frame right after it: each was the
-faster place for its shape); a read of many frames of one shape (a saturated stream)
-is cut with list and bytes operations (``_uniform``); the line loop keeps the pending
+faster place for its shape); a read of many ``event:`` + ``data:`` frames (a saturated
+stream) is cut with list and bytes operations (``_uniform``); the line loop keeps the pending
 frame in locals and tests the usual ``data: `` / ``event: `` spellings before the
 general ``field:value`` parse; event names are looked up, not decoded, once seen;
 and ``SSEEvent`` is a msgspec Struct (a NamedTuple costs ~190 ns more to build).
@@ -106,7 +106,7 @@ class SSEDecoder:
         if event is not None or data:  # the frame a previous read began, to its end
             at = lines.index(b"") + 1 if b"" in lines else len(lines)
             self._lines(lines[:at], out)
-        if len(lines) - at > 2:
+        if len(lines) - at > 5:  # two frames or more
             at += self._uniform(lines, at, out)
         self._lines(lines[at:] if at else lines, out)
         return out
@@ -139,41 +139,29 @@ class SSEDecoder:
         self._event, self._data = event, data
 
     def _uniform(self, lines: list[bytes], at: int, out: list[SSEEvent]) -> int:
-        """The whole frames from ``lines[at]`` on when all have one shape, each
-        ``data: `` line + blank line (Chat, Gemini) or each ``event: `` line + ``data: ``
-        line + blank line (Anthropic, Responses), nothing pending: a read of a
-        saturated stream, tens of frames. Checked and cut with list and bytes
-        operations instead of the line loop. Returns the number of lines taken (0: not
+        """The whole frames from ``lines[at]`` on when each is one ``event: `` line, one
+        ``data: `` line and the blank line, nothing pending: a read of a saturated
+        Anthropic or Responses stream, tens of frames. Checked and cut with list and
+        bytes operations (~0.4 instead of ~0.55 us per frame; for ``data:``-only
+        frames the line loop is as fast). Returns the number of lines taken (0: not
         that shape; the line loop reads them)."""
-        first = lines[at]
-        if first[:7] == b"event: ":
-            k = (len(lines) - at) // 3  # whole frames
-            end = at + 3 * k
-            names, values = lines[at:end:3], lines[at + 1 : end : 3]
-            if any(lines[at + 2 : end : 3]):
-                return 0
-            if (b"\n" + b"\n".join(names)).count(b"\nevent: ") != k:
-                return 0
-        elif first[:6] == b"data: ":
-            k = (len(lines) - at) // 2
-            end = at + 2 * k
-            names, values = [], lines[at:end:2]
-            if any(lines[at + 1 : end : 2]):
-                return 0
-        else:
+        if lines[at][:7] != b"event: ":
             return 0
-        # (Lines hold no LF, so each "\ndata: " starts a line: k of them, all do.)
-        if (b"\n" + b"\n".join(values)).count(b"\ndata: ") != k:
+        k = (len(lines) - at) // 3  # whole frames
+        end = at + 3 * k
+        names, values = lines[at:end:3], lines[at + 1 : end : 3]
+        # (Lines hold no LF, so each "\nevent: " or "\ndata: " starts a line.)
+        if (
+            any(lines[at + 2 : end : 3])
+            or (b"\n" + b"\n".join(names)).count(b"\nevent: ") != k
+            or (b"\n" + b"\n".join(values)).count(b"\ndata: ") != k
+        ):
             return 0
-        last = self._id
-        if names:
-            get = _NAMES.get
-            out += [
-                SSEEvent(get(name) or _event_name(name), value[6:], last)
-                for name, value in zip(names, values, strict=True)
-            ]
-        else:
-            out += [SSEEvent(None, value[6:], last) for value in values]
+        last, get = self._id, _NAMES.get
+        out += [
+            SSEEvent(get(name) or _event_name(name), value[6:], last)
+            for name, value in zip(names, values, strict=True)
+        ]
         return end - at
 
     def flush(self) -> list[SSEEvent]:

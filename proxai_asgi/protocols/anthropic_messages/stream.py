@@ -35,7 +35,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, policy, tokens
-from ...delta_runs import decoded, encode_deltas_with
+from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...sse import frame_head
 from . import wire
@@ -114,6 +114,7 @@ class AnthropicStreamDecoder:
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
         self._explanation: str | None = None
+        self._held = Held()
 
     # ---- entry points
 
@@ -123,8 +124,9 @@ class AnthropicStreamDecoder:
         data = event.data
         if not data or data == b"[DONE]" or data.isspace():
             return []
+        held = self._held  # the frame that ended a delta run comes decoded
         try:
-            ev = _event_decoder.decode(data)
+            ev = held.value if event is held.event else _event_decoder.decode(data)
         except msgspec.ValidationError as e:
             return self._unknown(data, e)
         except (msgspec.DecodeError, ValueError) as e:
@@ -135,25 +137,25 @@ class AnthropicStreamDecoder:
         """``feed``'s ``_on_block_delta`` for a run of text deltas of one open text
         block (see ``StreamDecoder.delta_run``)."""
         i = start
-        if self.state is not _IN_MESSAGE:
-            return i, -1, []
+        if self.state is not _IN_MESSAGE or b'"text_delta"' not in events[i].data:
+            return i, -1, []  # (surely no text delta: feed's, not decoded twice)
         texts: list[str] = []
         wire_index: int | None = None  # the upstream's index of the run's block
         index = -1
-        for ev in decoded(_event_decoder.decode, events, start):
-            if type(ev) is not _DELTA_EVENT or type(ev.delta) is not _TEXT_DELTA:
-                break
-            if ev.index != wire_index:
-                if index >= 0:
-                    break  # another block's delta
-                block = self._blocks.get(ev.index)
-                if block is None or not block.open or block.kind != "text":
-                    break
-                wire_index, index = ev.index, block.index
-            text = ev.delta.text
-            if text:
-                texts.append(text)
-            i += 1
+        for e, ev in decoded(_event_decoder.decode, events, start):
+            if type(ev) is _DELTA_EVENT and type(ev.delta) is _TEXT_DELTA:
+                if ev.index != wire_index:  # the first delta: its block must be open text
+                    block = self._blocks.get(ev.index) if index < 0 else None
+                    if block is not None and block.open and block.kind == "text":
+                        wire_index, index = ev.index, block.index
+                if ev.index == wire_index:
+                    text = ev.delta.text
+                    if text:
+                        texts.append(text)
+                    i += 1
+                    continue
+            self._held.put(e, ev)
+            break
         return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:

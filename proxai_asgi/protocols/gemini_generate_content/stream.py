@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ... import canonical as c
-from ...delta_runs import decoded, encode_deltas_with
+from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...sse import encode_event
 from . import signatures, wire
@@ -61,6 +61,20 @@ _THOUGHT_TAIL = b',"thought":true}]},"index":0}]'
 # ==================================================================== decoder
 
 
+def _plain_text(r: wire.GenerateContentResponse) -> bool:
+    """A frame whose only effect on the open text block is its one text part (and
+    perhaps usage): what ``GeminiStreamDecoder.delta_run`` takes."""
+    cands = r.candidates
+    if not cands or r.prompt_feedback is not None:
+        return False
+    cand = cands[0]
+    content = cand.content
+    if cand.finish_reason is not None or content is None or len(content.parts) != 1:
+        return False
+    p = content.parts[0]
+    return not (p.thought or p.thought_signature or p.function_call is not None)
+
+
 class GeminiStreamDecoder:
     __slots__ = (
         "_block_reason",
@@ -68,6 +82,7 @@ class GeminiStreamDecoder:
         "_done",
         "_finish",
         "_finish_message",
+        "_held",
         "_id",
         "_next",
         "_open",
@@ -90,6 +105,7 @@ class GeminiStreamDecoder:
         self._finish_message: str | None = None
         self._block_reason: wire.PromptFeedback | None = None
         self._usage: wire.UsageMetadata | None = None
+        self._held = Held()
 
     def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
         if self._done:
@@ -97,8 +113,9 @@ class GeminiStreamDecoder:
         data = event.data
         if not data or data.isspace() or data == b"[DONE]":
             return []
+        held = self._held  # the frame that ended a delta run comes decoded
         try:
-            r = _chunk_decoder.decode(data)
+            r = held.value if event is held.event else _chunk_decoder.decode(data)
         except (msgspec.DecodeError, ValueError) as e:
             self._done = True
             raise ProxyError.bad_gateway(f"malformed upstream stream frame: {e}") from None
@@ -138,22 +155,17 @@ class GeminiStreamDecoder:
             return i, -1, []
         texts: list[str] = []
         usage: wire.UsageMetadata | None = None
-        for r in decoded(_chunk_decoder.decode, events, start):
-            cands = r.candidates
-            if not cands or r.prompt_feedback is not None:
-                break
-            cand = cands[0]
-            content = cand.content
-            if cand.finish_reason is not None or content is None or len(content.parts) != 1:
-                break
-            p = content.parts[0]
-            if p.thought or p.thought_signature or p.function_call is not None:
-                break
-            if p.text:
-                texts.append(p.text)
-            if r.usage_metadata is not None:
-                usage = r.usage_metadata
-            i += 1
+        for e, r in decoded(_chunk_decoder.decode, events, start):
+            if _plain_text(r):
+                text = r.candidates[0].content.parts[0].text  # type: ignore[index, union-attr]
+                if text:
+                    texts.append(text)
+                if r.usage_metadata is not None:
+                    usage = r.usage_metadata
+                i += 1
+                continue
+            self._held.put(e, r)
+            break
         if usage is not None:
             self._usage = usage
         return i, index, texts

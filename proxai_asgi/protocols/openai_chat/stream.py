@@ -346,8 +346,8 @@ class ChatStreamDecoder:
         texts: list[str] = []
         while i < n:
             e = events[i]
-            if e.event is not None:  # ("error" is an error; any other name: feed decides)
-                break
+            if e.event is not None or b'"content"' not in e.data:
+                break  # an event name ("error"), or surely no content: feed's
             try:
                 chunk = decode(e.data)
             except (msgspec.DecodeError, ValueError):

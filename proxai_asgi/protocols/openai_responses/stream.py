@@ -31,7 +31,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import RefusalJoin
-from ...delta_runs import decoded, encode_deltas_with
+from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError, kind_for_status
 from ...sse import SSEEvent, frame_head
 from . import response as r
@@ -110,6 +110,7 @@ class ResponsesStreamDecoder:
         # follows it has started: that refusal stays in the text's message item.
         self._join = RefusalJoin()
         self._join_idle = True  # the join holds nothing back (see ``feed``)
+        self._held = Held()
 
     # ------------------------------------------------------------------ entry points
 
@@ -120,8 +121,9 @@ class ResponsesStreamDecoder:
         # Every real event is a JSON object: only other data pays for the sentinel checks.
         if data[:1] != b"{" and (data == b"[DONE]" or not data.strip()):
             return []
+        held = self._held  # the frame that ended a delta run comes decoded
         try:
-            ev = _event_decoder.decode(data)
+            ev = held.value if event is held.event else _event_decoder.decode(data)
         except msgspec.ValidationError as e:
             kind = self._type_of(event)
             if kind not in _HANDLERS:
@@ -155,30 +157,44 @@ class ResponsesStreamDecoder:
         i = start
         if self.phase is not _DECODER_STREAMING or not self._join_idle:
             return i, -1, []
+        name = events[i].event
+        if name is not None and name != "response.output_text.delta":
+            return i, -1, []  # (the type, most likely: feed's, not decoded twice)
         texts: list[str] = []
         item: _UpItem | None = None
         output_index: int | None = None
         ci: int | None = None
         index = -1
-        for ev in decoded(_event_decoder.decode, events, start):
-            if ev.type != "response.output_text.delta":
-                break
-            if ev.output_index != output_index or (ev.content_index or 0) != ci:
-                if item is not None or ev.output_index is None:
-                    break  # another part's delta, or one found by item_id: feed's
-                found = self._items.get(ev.output_index)
-                if found is None or found.kind is _IGNORED:
-                    break
-                part = found.parts.get(ev.content_index or 0)
-                if part is None or part == _IGNORED_PART:
-                    break
-                item, output_index, ci, index = found, ev.output_index, ev.content_index or 0, part
-            if ev.delta:
-                texts.append(ev.delta)
-            i += 1
+        for e, ev in decoded(_event_decoder.decode, events, start):
+            if ev.type == "response.output_text.delta":
+                if item is None:  # the first delta: the run's part
+                    item, index = self._run_part(ev)
+                    output_index, ci = ev.output_index, ev.content_index or 0
+                if (
+                    item is not None
+                    and ev.output_index == output_index
+                    and (ev.content_index or 0) == ci
+                ):
+                    if ev.delta:
+                        texts.append(ev.delta)
+                    i += 1
+                    continue
+            self._held.put(e, ev)
+            break
         if texts and item is not None and ci is not None:
             item.delta_seen.add(ci)
         return i, index, texts
+
+    def _run_part(self, ev: w.UpEvent) -> tuple[_UpItem | None, int]:
+        """The message item and the block of a text delta's part, when ``feed`` would
+        find them by ``output_index`` and carry them (else ``None, -1``)."""
+        item = self._items.get(ev.output_index) if ev.output_index is not None else None
+        if item is None or item.kind is _IGNORED:
+            return None, -1
+        part = item.parts.get(ev.content_index or 0)
+        if part is None or part == _IGNORED_PART:
+            return None, -1
+        return item, part
 
     def close(self) -> list[c.StreamEvent]:
         if self.phase is _DECODER_CLOSED:
