@@ -19,10 +19,13 @@ and ``SSEEvent`` is a msgspec Struct (a NamedTuple costs ~190 ns more to build).
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 _CR = 0x0D  # tested as an int: ``b"\r" in buf`` costs ~150 ns more than ``13 in buf``
 _COLON = 0x3A
+_LONE_CR = re.compile(b"\r(?!\n)")  # a CR that is a line end by itself
 
 
 # ``event: `` lines seen, and their names: a stream repeats a handful of them, and a
@@ -90,7 +93,10 @@ class SSEDecoder:
             if buf.endswith(b"\r"):
                 # The matching LF may open the next chunk.
                 self._skip_lf = True
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if _LONE_CR.search(buf) is None:  # CRLF only (Gemini): drop the CRs
+                buf = buf.translate(None, b"\r")  # (~0.1 us per frame less than replace)
+            else:
+                buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buf.split(b"\n")
         self._buf = lines.pop()
         event, data = self._event, self._data
