@@ -107,11 +107,25 @@ class StreamDecoder(Protocol):
         ``StreamError`` when the stream ended before its terminal event."""
         ...
 
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """The text deltas of one block that open ``events[start:]``, read in one go:
+        ``(end, index, texts)`` where ``events[start:end]`` are exactly what ``feed``
+        would turn into ``BlockDelta(index, text)`` each (or nothing: an empty
+        fragment), now consumed, and ``texts`` their non-empty fragments. ``end`` is
+        ``start`` when the first is no such frame; nothing else changes then. See
+        ``delta_runs``."""
+        ...
+
 
 class StreamEncoder(Protocol):
     """Canonical stream events -> client SSE bytes (sans-IO)."""
 
     def encode(self, event: c.StreamEvent) -> bytes: ...
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        """The same bytes as ``encode(BlockDelta(index=index, text=t))`` for each of
+        ``texts`` (non-empty fragments) in turn. See ``delta_runs``."""
+        ...
 
 
 class Codec(Protocol):

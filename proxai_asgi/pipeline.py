@@ -17,7 +17,7 @@ from . import canonical as c
 from . import checks, custom_tools
 from .codec import Codec, StreamEncoder, fold, unfold
 from .errors import ProxyError, TranslationReport
-from .sse import SSEDecoder
+from .sse import SSEDecoder, SSEEvent
 
 if TYPE_CHECKING:
     from .routing import Upstream
@@ -187,10 +187,14 @@ class StreamTranslator:
             return b""
         out = bytearray()
         try:
-            feed = self._decoder.feed
-            for e in self._sse.decode(data):
-                if self._emit(feed(e), out):
-                    break
+            events = self._sse.decode(data)
+            if len(events) > 1 and self._unwrap is None:  # (one event: nothing to gain)
+                self._runs(events, out)
+            else:
+                feed = self._decoder.feed
+                for e in events:
+                    if self._emit(feed(e), out):
+                        break
         except Exception as exc:
             out += self._failure(exc)
         return bytes(out)
@@ -227,6 +231,32 @@ class StreamTranslator:
         return self._error_bytes(error)
 
     # ------------------------------------------------------------------ inside
+
+    def _runs(self, events: list[SSEEvent], out: bytearray) -> None:
+        """A read's events: each run of text deltas in one go (``delta_runs``), the
+        frame that ends it through ``feed``. After an attempt that took nothing (other
+        deltas: reasoning, tool arguments), the next waits for a frame that was not
+        one plain delta (a block boundary), so such frames are not offered twice."""
+        run = self._decoder.delta_run
+        deltas = self._encoder.encode_deltas
+        feed = self._decoder.feed
+        i, n = 0, len(events)
+        trying = True
+        while i < n:
+            end = i
+            if trying:
+                end, index, texts = run(events, i)
+                if texts:
+                    out += deltas(index, texts)
+                if end == n:
+                    return
+                trying = end > i
+            emitted = feed(events[end])
+            if self._emit(emitted, out):
+                return
+            if not trying:
+                trying = len(emitted) != 1 or type(emitted[0]) is not _DELTA
+            i = end + 1
 
     def _emit(self, events: list[c.StreamEvent], out: bytearray) -> bool:
         encode = self._encoder.encode

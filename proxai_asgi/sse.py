@@ -10,18 +10,35 @@ This runs once per upstream event on every translated stream, so it is written f
 speed (measured with ``bench/sansio.py``): a chunk that is exactly one frame, the usual
 shape of a network read, skips the line loop (a ``data:``-only frame, LF or CRLF, is recognised
 before the line split, an ``event:`` + ``data:`` frame right after it: each was the
-faster place for its shape); the line loop is inline with the pending frame in locals;
-the usual ``data: `` / ``event: `` spellings are tested before the general
-``field:value`` parse; and ``SSEEvent`` is a msgspec Struct (a NamedTuple costs
-~190 ns more to build).
+faster place for its shape); a read of many ``event:`` + ``data:`` frames (a saturated
+stream) is cut with list and bytes operations (``_uniform``); the line loop keeps the pending
+frame in locals and tests the usual ``data: `` / ``event: `` spellings before the
+general ``field:value`` parse; event names are looked up, not decoded, once seen;
+and ``SSEEvent`` is a msgspec Struct (a NamedTuple costs ~190 ns more to build).
 """
 
 from __future__ import annotations
+
+import re
 
 import msgspec
 
 _CR = 0x0D  # tested as an int: ``b"\r" in buf`` costs ~150 ns more than ``13 in buf``
 _COLON = 0x3A
+_LONE_CR = re.compile(b"\r(?!\n)")  # a CR that is a line end by itself
+
+
+# ``event: `` lines seen, and their names: a stream repeats a handful of them, and a
+# lookup costs less than slicing and decoding each (bounded: names are the upstream's).
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES = 256
+
+
+def _event_name(line: bytes) -> str:
+    name = line[7:].decode("utf-8", "replace")
+    if len(_NAMES) < _MAX_NAMES:
+        _NAMES[line] = name
+    return name
 
 
 class SSEEvent(msgspec.Struct, frozen=True, gc=False):
@@ -76,7 +93,10 @@ class SSEDecoder:
             if buf.endswith(b"\r"):
                 # The matching LF may open the next chunk.
                 self._skip_lf = True
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if _LONE_CR.search(buf) is None:  # CRLF only (Gemini): drop the CRs
+                buf = buf.translate(None, b"\r")  # (~0.1 us per frame less than replace)
+            else:
+                buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buf.split(b"\n")
         self._buf = lines.pop()
         event, data = self._event, self._data
@@ -88,6 +108,18 @@ class SSEDecoder:
             if head[:7] == b"event: " and body[:6] == b"data: ":
                 return [SSEEvent(head[7:].decode("utf-8", "replace"), body[6:], self._id)]
         out: list[SSEEvent] = []
+        at = 0
+        if event is not None or data:  # the frame a previous read began, to its end
+            at = lines.index(b"") + 1 if b"" in lines else len(lines)
+            self._lines(lines[:at], out)
+        if len(lines) - at > 5:  # two frames or more
+            at += self._uniform(lines, at, out)
+        self._lines(lines[at:] if at else lines, out)
+        return out
+
+    def _lines(self, lines: list[bytes], out: list[SSEEvent]) -> None:
+        """Whole lines onto the pending frame; the frames they end go to ``out``."""
+        event, data = self._event, self._data
         for line in lines:
             if not line:  # a blank line ends the frame
                 if data or event is not None:
@@ -96,7 +128,9 @@ class SSEDecoder:
             elif line[:6] == b"data: ":
                 data.append(line[6:])
             elif line[:7] == b"event: ":
-                event = line[7:].decode("utf-8", "replace")
+                event = _NAMES.get(line)
+                if event is None:
+                    event = _event_name(line)
             elif line[0] != _COLON:  # not a comment: any other spelling, or another field
                 name, _, value = line.partition(b":")
                 if value[:1] == b" ":
@@ -109,7 +143,32 @@ class SSEDecoder:
                     self._id = value.decode("utf-8", "replace")
                 # "retry" and unknown fields are ignored, as the spec says.
         self._event, self._data = event, data
-        return out
+
+    def _uniform(self, lines: list[bytes], at: int, out: list[SSEEvent]) -> int:
+        """The whole frames from ``lines[at]`` on when each is one ``event: `` line, one
+        ``data: `` line and the blank line, nothing pending: a read of a saturated
+        Anthropic or Responses stream, tens of frames. Checked and cut with list and
+        bytes operations (~0.4 instead of ~0.55 us per frame; for ``data:``-only
+        frames the line loop is as fast). Returns the number of lines taken (0: not
+        that shape; the line loop reads them)."""
+        if lines[at][:7] != b"event: ":
+            return 0
+        k = (len(lines) - at) // 3  # whole frames
+        end = at + 3 * k
+        names, values = lines[at:end:3], lines[at + 1 : end : 3]
+        # (Lines hold no LF, so each "\nevent: " or "\ndata: " starts a line.)
+        if (
+            any(lines[at + 2 : end : 3])
+            or (b"\n" + b"\n".join(names)).count(b"\nevent: ") != k
+            or (b"\n" + b"\n".join(values)).count(b"\ndata: ") != k
+        ):
+            return 0
+        last, get = self._id, _NAMES.get
+        out += [
+            SSEEvent(get(name) or _event_name(name), value[6:], last)
+            for name, value in zip(names, values, strict=True)
+        ]
+        return end - at
 
     def flush(self) -> list[SSEEvent]:
         """End of input: a last frame without its blank line still counts (the first LF

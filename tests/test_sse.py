@@ -108,3 +108,32 @@ def test_crlf_single_frames_decode_as_the_line_loop_does(chunks: list[bytes]) ->
     slow = SSEDecoder()
     want = [e for ch in chunks for b in ch for e in slow.decode(bytes([b]))] + slow.flush()
     assert got == want and got
+
+
+FRAME_LINES = [b"event: e", b"event: ", b"data: {}", b"data: x", b"data:y", b"id: 7", b": c", b""]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["chat", "named"]), min_size=3, max_size=30),
+    st.lists(st.tuples(st.integers(0, 200), st.sampled_from(FRAME_LINES)), max_size=4),
+    st.lists(st.integers(1, 400), max_size=6),
+)
+def test_reads_of_many_frames_decode_as_a_byte_at_a_time_does(
+    shapes: list[str], odd: list[tuple[int, bytes]], cuts: list[int]
+) -> None:
+    """A read of many frames of one shape (``data:`` + blank line, or ``event:`` +
+    ``data:`` + blank line, how a saturated stream's reads look) is cut in one step;
+    with odd lines slipped in, and reads cut anywhere, the events are those of the
+    line loop fed a byte at a time."""
+    lines: list[bytes] = []
+    for i, shape in enumerate(shapes):
+        lines += ([b"event: e%d" % (i % 3)] if shape == "named" else []) + [b"data: {%d}" % i, b""]
+    for at, line in odd:
+        lines.insert(at % len(lines), line)
+    body = b"\n".join(lines) + b"\n"
+    points = sorted({c % len(body) for c in cuts} - {0})
+    reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    slow = SSEDecoder()
+    want = [e for b in body for e in slow.decode(bytes([b]))] + slow.flush()
+    assert decode_all(reads) == want and want

@@ -35,6 +35,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry, tokens
+from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
@@ -77,6 +78,8 @@ class DecoderState(enum.Enum):
 # As a module global for the per-event test: on Python 3.11 ``DecoderState.DONE`` is a
 # ~65 ns metaclass attribute lookup (a global is ~10 ns).
 _DECODER_DONE = DecoderState.DONE
+_IN_MESSAGE = DecoderState.IN_MESSAGE
+_DELTA_EVENT, _TEXT_DELTA = wire.ContentBlockDeltaEvent, wire.TextDelta
 
 
 # Which upstream block kind each delta type may extend.
@@ -110,6 +113,7 @@ class AnthropicStreamDecoder:
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
         self._explanation: str | None = None
+        self._held = Held()
 
     # ---- entry points
 
@@ -119,13 +123,39 @@ class AnthropicStreamDecoder:
         data = event.data
         if not data or data == b"[DONE]" or data.isspace():
             return []
+        held = self._held  # the frame that ended a delta run comes decoded
         try:
-            ev = _event_decoder.decode(data)
+            ev = held.value if event is held.event else _event_decoder.decode(data)
         except msgspec.ValidationError as e:
             return self._unknown(data, e)
         except (msgspec.DecodeError, ValueError) as e:
             raise self._violation(f"malformed JSON in upstream stream: {e}") from None
         return _DECODER_HANDLERS[type(ev)](self, ev)
+
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed``'s ``_on_block_delta`` for a run of text deltas of one open text
+        block (see ``StreamDecoder.delta_run``)."""
+        i = start
+        if self.state is not _IN_MESSAGE or b'"text_delta"' not in events[i].data:
+            return i, -1, []  # (surely no text delta: feed's, not decoded twice)
+        texts: list[str] = []
+        wire_index: int | None = None  # the upstream's index of the run's block
+        index = -1
+        for e, ev in decoded(_event_decoder.decode, events, start):
+            if type(ev) is _DELTA_EVENT and type(ev.delta) is _TEXT_DELTA:
+                if ev.index != wire_index:  # the first delta: its block must be open text
+                    block = self._blocks.get(ev.index) if index < 0 else None
+                    if block is not None and block.open and block.kind == "text":
+                        wire_index, index = ev.index, block.index
+                if ev.index == wire_index:
+                    text = ev.delta.text
+                    if text:
+                        texts.append(text)
+                    i += 1
+                    continue
+            self._held.put(e, ev)
+            break
+        return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
         if self.state is DecoderState.DONE:
@@ -451,6 +481,19 @@ class AnthropicStreamEncoder:
         if self.state is _ENCODER_DONE:
             return b""
         return _ENCODER_HANDLERS[type(event)](self, event)
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._direct_deltas, index, texts)
+
+    def _direct_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_on_block_delta``'s hot path for a run: one join over the block's head."""
+        block = self._block
+        if self.state is _ENCODER_DONE or block is None or not block.direct:
+            return None
+        if index != block.index:
+            return None
+        head = block.delta_head
+        return head + (_DELTA_TAIL + head).join(map(_encoder.encode, texts)) + _DELTA_TAIL
 
     # ---- message level
 

@@ -28,6 +28,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import reasoning_carry
+from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import encode_event
@@ -64,6 +65,20 @@ _THOUGHT_TAIL = b',"thought":true}]},"index":0}]'
 # ==================================================================== decoder
 
 
+def _plain_text(r: wire.GenerateContentResponse) -> bool:
+    """A frame whose only effect on the open text block is its one text part (and
+    perhaps usage): what ``GeminiStreamDecoder.delta_run`` takes."""
+    cands = r.candidates
+    if not cands or r.prompt_feedback is not None:
+        return False
+    cand = cands[0]
+    content = cand.content
+    if cand.finish_reason is not None or content is None or len(content.parts) != 1:
+        return False
+    p = content.parts[0]
+    return not (p.thought or p.thought_signature or p.function_call is not None)
+
+
 class GeminiStreamDecoder:
     __slots__ = (
         "_block_reason",
@@ -71,6 +86,7 @@ class GeminiStreamDecoder:
         "_done",
         "_finish",
         "_finish_message",
+        "_held",
         "_id",
         "_next",
         "_open",
@@ -93,6 +109,7 @@ class GeminiStreamDecoder:
         self._finish_message: str | None = None
         self._block_reason: wire.PromptFeedback | None = None
         self._usage: wire.UsageMetadata | None = None
+        self._held = Held()
 
     def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
         if self._done:
@@ -100,8 +117,9 @@ class GeminiStreamDecoder:
         data = event.data
         if not data or data.isspace() or data == b"[DONE]":
             return []
+        held = self._held  # the frame that ended a delta run comes decoded
         try:
-            r = _chunk_decoder.decode(data)
+            r = held.value if event is held.event else _chunk_decoder.decode(data)
         except (msgspec.DecodeError, ValueError) as e:
             self._done = True
             raise ProxyError.bad_gateway(f"malformed upstream stream frame: {e}") from None
@@ -131,6 +149,30 @@ class GeminiStreamDecoder:
                 self._finish = cand.finish_reason
                 self._finish_message = cand.finish_message
         return out
+
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed`` for a run of frames that each hold one plain text part of the open
+        text block, and nothing else but usage (see ``StreamDecoder.delta_run``)."""
+        i = start
+        index = self._open
+        if self._done or not self._started or index is None or self._open_kind != _TEXT:
+            return i, -1, []
+        texts: list[str] = []
+        usage: wire.UsageMetadata | None = None
+        for e, r in decoded(_chunk_decoder.decode, events, start):
+            if _plain_text(r):
+                text = r.candidates[0].content.parts[0].text  # type: ignore[index, union-attr]
+                if text:
+                    texts.append(text)
+                if r.usage_metadata is not None:
+                    usage = r.usage_metadata
+                i += 1
+                continue
+            self._held.put(e, r)
+            break
+        if usage is not None:
+            self._usage = usage
+        return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
         if self._done:
@@ -281,6 +323,21 @@ class GeminiStreamEncoder:
         if self._done:
             return b""
         return _HANDLERS[type(event)](self, event)
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._text_deltas, index, texts)
+
+    def _text_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_on_delta``'s text case for a run, once the frame tail is known."""
+        block = self._blocks.get(index)
+        tail = self._tail
+        if self._done or block is None or block.kind not in ("text", "refusal"):
+            return None
+        if self._pending is not None or tail is None:
+            return None
+        self._has_text = True
+        end = _TEXT_TAIL + b"," + tail + b"\r\n\r\n"
+        return _DELTA_HEAD + (end + _DELTA_HEAD).join(map(_encoder.encode, texts)) + end
 
     def _frame(self, body: Any) -> bytes:
         return encode_event(_encoder.encode(body), end=b"\r\n\r\n")

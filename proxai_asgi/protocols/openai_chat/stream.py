@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import enum
 import time
+from typing import Annotated, Literal
 
 import msgspec
 
 from ... import canonical as c
 from ... import ids
+from ...delta_runs import encode_deltas_with
 from ...errors import ErrorKind, ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import DONE_FRAME, SSEEvent, encode_event
@@ -54,6 +56,39 @@ from .response import (
 )
 
 _CHUNK_DEC: LazyDecoder[w.ChunkIn] = LazyDecoder(w.ChunkIn)
+
+
+# A chunk that only carries content, for ``delta_run``: the fields of ``ChunkIn``, with
+# those that would make ``feed`` do anything but append content typed to be null or
+# absent, one choice of index 0 and a string ``content``. A chunk that decodes as this
+# decodes as ``ChunkIn`` with the same values; any other fails here and goes to ``feed``.
+class _ContentDelta(msgspec.Struct, kw_only=True, gc=False):
+    role: Literal["assistant"] | None = None
+    content: str
+    refusal: None = None
+    reasoning_content: None = None
+    reasoning: None = None
+    tool_calls: None = None
+
+
+class _ContentChoice(msgspec.Struct, kw_only=True, gc=False):
+    index: Literal[0] = 0
+    delta: _ContentDelta
+    finish_reason: None = None
+    logprobs: None = None
+
+
+class _ContentChunk(msgspec.Struct, kw_only=True, gc=False):
+    id: str | None = None
+    object: Annotated[str, msgspec.Meta(min_length=1)] | None = None  # "" is Azure's filter
+    created: int | float | None = None
+    model: str | None = None
+    choices: tuple[_ContentChoice]
+    usage: w.Usage | None = None
+    error: None = None
+
+
+_CONTENT_DEC: LazyDecoder[_ContentChunk] = LazyDecoder(_ContentChunk)
 _ANY_DEC = msgspec.json.Decoder()
 _ENC = msgspec.json.Encoder()
 
@@ -300,6 +335,34 @@ class ChatStreamDecoder:
             self._state = _TERMINAL
         return out
 
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed`` for a run of content-only chunks while the text block is open and
+        no reasoning is (see ``StreamDecoder.delta_run``)."""
+        i, n = start, len(events)
+        index = self._text
+        if self._state is not _STREAMING or index is None or self._reasoning is not None:
+            return i, -1, []
+        decode = _CONTENT_DEC.decode
+        sid, model = self._id, self._model
+        texts: list[str] = []
+        while i < n:
+            e = events[i]
+            if e.event is not None or b'"content"' not in e.data:
+                break  # an event name ("error"), or surely no content: feed's
+            try:
+                chunk = decode(e.data)
+            except (msgspec.DecodeError, ValueError):
+                break
+            if chunk.id != sid and chunk.id and sid:
+                break  # feed's error: the id changed
+            if chunk.model != model and chunk.model and model:
+                break
+            text = chunk.choices[0].delta.content
+            if text:
+                texts.append(text)
+            i += 1
+        return i, index, texts
+
     def _delta(self, d: w.DeltaIn, out: list[c.StreamEvent]) -> None:
         reasoning = d.reasoning_content
         if reasoning is None and d.reasoning is not None and isinstance(d.reasoning, str):
@@ -514,6 +577,19 @@ class ChatStreamEncoder:
         return encode_event(encode_openai_error(err)) + DONE_FRAME
 
     # ---- events
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._content_deltas, index, texts)
+
+    def _content_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_delta``'s text case for a run: one join over the content template."""
+        b = self._blocks.get(index)
+        if self._state is not _OPEN or b is None or b.kind != _TEXT:
+            return None
+        self._content_len += sum(map(len, texts))
+        self._content += texts
+        pre = self._pre_content
+        return pre + (_TEXT_TAIL + pre).join(map(_ENC.encode, texts)) + _TEXT_TAIL
 
     def encode(self, event: c.StreamEvent) -> bytes:
         if self._state is _DONE:

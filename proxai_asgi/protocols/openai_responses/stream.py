@@ -30,6 +30,7 @@ import msgspec
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
 from ...codec import RefusalJoin
+from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import SSEEvent, frame_head
@@ -59,6 +60,7 @@ class _ItemKind(enum.Enum):
 # Enum members as module globals where events test them: on Python 3.11 ``Enum.X`` is a
 # ~65 ns metaclass attribute lookup (a global is ~10 ns).
 _AWAIT_CREATED = DecoderPhase.AWAIT_CREATED
+_DECODER_STREAMING = DecoderPhase.STREAMING
 _DECODER_CLOSED = DecoderPhase.CLOSED
 _MESSAGE = _ItemKind.MESSAGE
 _REASONING = _ItemKind.REASONING
@@ -108,6 +110,7 @@ class ResponsesStreamDecoder:
         # follows it has started: that refusal stays in the text's message item.
         self._join = RefusalJoin()
         self._join_idle = True  # the join holds nothing back (see ``feed``)
+        self._held = Held()
 
     # ------------------------------------------------------------------ entry points
 
@@ -118,8 +121,9 @@ class ResponsesStreamDecoder:
         # Every real event is a JSON object: only other data pays for the sentinel checks.
         if data[:1] != b"{" and (data == b"[DONE]" or not data.strip()):
             return []
+        held = self._held  # the frame that ended a delta run comes decoded
         try:
-            ev = _event_decoder.decode(data)
+            ev = held.value if event is held.event else _event_decoder.decode(data)
         except msgspec.ValidationError as e:
             kind = self._type_of(event)
             if kind not in _HANDLERS:
@@ -146,6 +150,51 @@ class ResponsesStreamDecoder:
             # Held only when the list ends with a (text) BlockStop.
             self._join_idle = type(out[-1]) is not c.BlockStop
         return self._join(out)
+
+    def delta_run(self, events: list[SSEEvent], start: int) -> tuple[int, int, list[str]]:
+        """``feed``'s ``_on_text_delta`` hot path for a run of ``output_text`` deltas
+        of one content part (see ``StreamDecoder.delta_run``)."""
+        i = start
+        if self.phase is not _DECODER_STREAMING or not self._join_idle:
+            return i, -1, []
+        name = events[i].event
+        if name is not None and name != "response.output_text.delta":
+            return i, -1, []  # (the type, most likely: feed's, not decoded twice)
+        texts: list[str] = []
+        item: _UpItem | None = None
+        output_index: int | None = None
+        ci: int | None = None
+        index = -1
+        for e, ev in decoded(_event_decoder.decode, events, start):
+            if ev.type == "response.output_text.delta":
+                if item is None:  # the first delta: the run's part
+                    item, index = self._run_part(ev)
+                    output_index, ci = ev.output_index, ev.content_index or 0
+                if (
+                    item is not None
+                    and ev.output_index == output_index
+                    and (ev.content_index or 0) == ci
+                ):
+                    if ev.delta:
+                        texts.append(ev.delta)
+                    i += 1
+                    continue
+            self._held.put(e, ev)
+            break
+        if texts and item is not None and ci is not None:
+            item.delta_seen.add(ci)
+        return i, index, texts
+
+    def _run_part(self, ev: w.UpEvent) -> tuple[_UpItem | None, int]:
+        """The message item and the block of a text delta's part, when ``feed`` would
+        find them by ``output_index`` and carry them (else ``None, -1``)."""
+        item = self._items.get(ev.output_index) if ev.output_index is not None else None
+        if item is None or item.kind is _IGNORED:
+            return None, -1
+        part = item.parts.get(ev.content_index or 0)
+        if part is None or part == _IGNORED_PART:
+            return None, -1
+        return item, part
 
     def close(self) -> list[c.StreamEvent]:
         if self.phase is _DECODER_CLOSED:
@@ -815,6 +864,25 @@ class ResponsesStreamEncoder:
             return self._start(event)
         head = self._start(c.MessageStart(id="", model=self._request.model))
         return head + _ENCODER_HANDLERS[type(event)](self, event)
+
+    def encode_deltas(self, index: int, texts: list[str]) -> bytes:
+        return encode_deltas_with(self.encode, self._text_deltas, index, texts)
+
+    def _text_deltas(self, index: int, texts: list[str]) -> bytes | None:
+        """``_delta``'s text case for a run of an announced text part."""
+        block = self._blocks.get(index)
+        if self.phase is not _ENCODER_STREAMING or type(block) is not _TextBlock:
+            return None
+        if not block.opened:
+            return None
+        block.chunks += texts
+        self._shown = True
+        seq = self._seq
+        self._seq = seq + len(texts)
+        # One format per frame: the head, the fragment (%b) and the tail's number (%d).
+        frame = block.delta_head.replace(b"%", b"%%") + b"%b" + block.delta_tail
+        enc = w.json_encoder.encode
+        return b"".join([frame % (enc(t), s) for s, t in enumerate(texts, seq)])
 
     # --------------------------------------------------------------------- framing
 
