@@ -237,6 +237,7 @@ def run(
         "server_cpu_ms": 1000 * cpu / total,
         "server_cores": cpu / wall,
         "generator_cores": gen / wall,
+        "generator_cpu_ms": 1000 * gen / total,
         # cores busy with anything else on this shared machine (other sessions)
         "other_cores": max(0.0, (busy1 - busy0) - cpu - gen) / wall,
         "cores": (all1 - all0) / wall,
@@ -312,7 +313,8 @@ def main() -> None:
     kinds = [(1, False), (n, False)] + [(n, True)] * args.before
     results: dict[tuple[int, bool], list[dict[str, float]]] = {k: [] for k in kinds}
     print(
-        "| run | workers | streams/s | server CPU/stream | server cores | generator cores "
+        "| run | workers | streams/s | server CPU/stream | server cores "
+        "| generator cores (CPU/stream) "
         "| other processes' cores | load avg | TCP segments/stream | delayed ACKs/stream "
         "| sockets per worker |"
     )
@@ -325,6 +327,7 @@ def main() -> None:
             print(
                 f"| {r + 1} | {label} | {x['rps']:,.0f} | {x['server_cpu_ms']:.2f} ms "
                 f"| {x['server_cores']:.2f} | {x['generator_cores']:.2f} "
+                f"({x['generator_cpu_ms']:.2f} ms) "
                 f"| {x['other_cores']:.2f} of {x['cores']:.1f} | {x['load_average']:.2f} "
                 f"| {x['segments']:.1f} | {x['delayed_acks']:.2f} | {split} |",
                 flush=True,
@@ -335,10 +338,18 @@ def main() -> None:
                 x["rps"] / one["rps"]
                 for one, x in zip(results[1, False], results[kind], strict=True)
             ]
+            # rounds in which other processes took under 0.15 core during both runs
+            quiet = [
+                ratio
+                for ratio, one, x in zip(ratios, results[1, False], results[kind], strict=True)
+                if max(one["other_cores"], x["other_cores"]) < 0.15
+            ]
             print(
                 f"{name} / 1 worker, streams/s, per round: "
                 + ", ".join(f"{x:.2f}x" for x in ratios)
-                + f" (median {statistics.median(ratios):.2f}x)"
+                + f" (median {statistics.median(ratios):.2f}x; rounds with the machine to "
+                + f"ourselves: {len(quiet)}"
+                + (f", median {statistics.median(quiet):.2f}x)" if quiet else ")")
             )
 
 
