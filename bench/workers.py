@@ -248,6 +248,34 @@ def run(
     }, split
 
 
+def one_connection(workers: int, before: bool, streams: int = 40) -> list[float]:
+    """Durations (ms, sorted) of ``streams`` streams one after another on one keep-alive
+    connection to an otherwise idle server: what Nagle costs a stream, whatever else
+    runs on the machine (it waits on the client's delayed ACK, not on a core)."""
+    proc, port, _ = start_server(workers, before)
+    request = request_for(CLIENT, "openai_chat_completions")
+
+    async def durations() -> list[float]:
+        conn = Conn(port)
+        out = []
+        for k in range(streams + 5):  # the first 5 warm up
+            t0 = time.perf_counter()
+            status, body = await conn.exchange(request)
+            assert status == 200 and b"message_stop" in body, (status, body[-200:])
+            if k >= 5:
+                out.append(1000 * (time.perf_counter() - t0))
+        await conn.close()
+        return sorted(out)
+
+    try:
+        return asyncio.run(durations())
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def independent(count: int, args: argparse.Namespace) -> float:
     """Streams/s of ``count`` single-worker servers on their own ports, each loaded by
     its own generator process with its share of the connections: what this machine
@@ -311,6 +339,12 @@ def main() -> None:
         return
     n = args.workers
     kinds = [(1, False), (n, False)] + [(n, True)] * args.before
+    if args.before:
+        print("One keep-alive connection, 40 streams one after another, ms per stream:")
+        for w, before in kinds:
+            d = one_connection(w, before)
+            label = f"{w} workers as uvicorn.run starts them" if before else f"{w} worker(s)"
+            print(f"  {label}: median {statistics.median(d):.1f}, p90 {d[len(d) * 9 // 10]:.1f}")
     results: dict[tuple[int, bool], list[dict[str, float]]] = {k: [] for k in kinds}
     print(
         "| run | workers | streams/s | server CPU/stream | server cores "
