@@ -4,7 +4,7 @@
 whose ``proto`` is 0. Accepted connections inherit that ``proto``, and asyncio only
 turns Nagle off (TCP_NODELAY) on sockets that say IPPROTO_TCP. With Nagle on, a
 stream's small writes (one per SSE event) wait for the client's ACK of the previous
-one, which a keep-alive client delays by up to 40 ms: a multi-worker server was bound
+one, which a keep-alive client delays (by 40 ms or more): a multi-worker server was bound
 by those delays, not by its cores (bench/README.md, "Workers"; uvicorn issue #3149).
 One worker is unaffected: asyncio binds its socket itself, as IPPROTO_TCP.
 """
