@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import config as cfg
+from . import serve_workers
 from .codec import PROTOCOLS
 from .demo import DemoUpstream
 from .middleware import ProxaiMiddleware
@@ -213,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--workers with the memory store: each worker keeps its own stored responses; "
             "use --store sqlite:///path or redis://... to share them"
         )
-    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=server.workers, **options)
+    serve_workers.serve(f"{__name__}:worker_app", server.workers, options)
     return 0
 
 

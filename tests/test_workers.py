@@ -4,11 +4,14 @@ any free port; every wait is bounded, nothing is timed."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import ctypes
 import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +26,7 @@ import pytest
 
 from proxai_asgi import config as cfg
 from proxai_asgi.cli import build_app, build_parser
+from proxai_asgi.serve_workers import tcp_listener
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_LIMIT = 120.0  # seconds; a bound on a shared machine, not a measurement
@@ -199,3 +203,85 @@ def test_a_worker_that_dies_is_replaced() -> None:
         server.proc.send_signal(signal.SIGTERM)
         assert server.proc.wait(timeout=60) == 0
         assert not exists(new)
+
+
+def holder_of(pids: list[int], local_port: int, remote_port: int) -> tuple[int, int]:
+    """(pid, fd) of the process among ``pids`` holding the loopback TCP connection
+    local_port <-> remote_port."""
+    wanted = f"0100007F:{local_port:04X} 0100007F:{remote_port:04X}"
+    inode = next(
+        line.split()[9]
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+        if " ".join(line.split()[1:3]) == wanted
+    )
+    return next(
+        (pid, int(fd.name))
+        for pid in pids
+        for fd in Path(f"/proc/{pid}/fd").iterdir()
+        if os.readlink(fd) == f"socket:[{inode}]"
+    )
+
+
+def tcp_option_of(pid: int, fd: int, option: int) -> int:
+    """A TCP option of another process's socket, read from a duplicate of its
+    descriptor (pidfd_getfd, Linux 5.6+)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError as exc:  # a kernel before 5.3
+        pytest.skip(f"pidfd_open: {exc}")
+    try:
+        dup = libc.syscall(438, pidfd, fd, 0)  # SYS_pidfd_getfd, on every architecture
+    finally:
+        os.close(pidfd)
+    if dup < 0:
+        pytest.skip(f"pidfd_getfd: {os.strerror(ctypes.get_errno())}")
+    with socket.socket(fileno=dup) as mine:  # closes only this process's duplicate
+        return mine.getsockopt(socket.IPPROTO_TCP, option)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, uses pidfd_getfd")
+def test_worker_connections_have_nagle_off() -> None:
+    """A stream is many small writes (one per SSE event); with Nagle on, each waits
+    for the client's delayed ACK of the one before. uvicorn's shared listening socket
+    made asyncio leave it on (serve_workers.py)."""
+    with proxy("--workers", "2") as server:
+        start(server, 2)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=60) as client:
+            client.sendall(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")  # kept alive
+            assert client.recv(4096).startswith(b"HTTP/1.1 ")  # any answer: accepted
+            pid, fd = holder_of(server.workers, server.port, client.getsockname()[1])
+            assert tcp_option_of(pid, fd, socket.TCP_NODELAY)
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=60) == 0
+
+
+def test_the_listener_is_tcp_so_accepted_connections_get_nodelay() -> None:
+    """uvicorn binds as ``socket.socket(family)`` (proto 0); asyncio then accepts
+    connections without TCP_NODELAY. tcp_listener's socket gives them TCP_NODELAY."""
+    bound = socket.socket(socket.AF_INET)  # as uvicorn's Config.bind_socket makes it
+    bound.bind(("127.0.0.1", 0))
+    listener = tcp_listener(bound)
+    assert listener.proto == socket.IPPROTO_TCP and bound.fileno() == -1  # same descriptor
+
+    async def accepted_nodelay() -> int:
+        got: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                got.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        async with server:
+            port = listener.getsockname()[1]
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                return await asyncio.wait_for(got, 60)
+            finally:
+                writer.close()
+
+    assert asyncio.run(accepted_nodelay())
+    with socket.socket(socket.AF_UNIX) as unix:
+        assert tcp_listener(unix) is unix
