@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import random
-import secrets
 import time
 from typing import Any
 
 import pytest
 
 from proxai_asgi import canonical as c
-from proxai_asgi import pipeline
+from proxai_asgi import ids, pipeline
 from proxai_asgi.codec import PROTOCOLS, ProtocolName
 from proxai_asgi.protocols import get_codec
 from proxai_asgi.sse import SSEEvent
@@ -185,7 +184,7 @@ def check(upstream: ProtocolName, body: bytes, rnd: random.Random) -> int:
 def _fixed_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ids and timestamps the encoders make up when the upstream has none: fixed, so
     that two translations of one stream compare byte for byte."""
-    monkeypatch.setattr(secrets, "token_hex", lambda n=None: "0" * 24)
+    monkeypatch.setattr(ids, "random_hex", lambda n: "0" * (2 * n))
     monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
 
 
