@@ -24,6 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.asgi_body import read_body  # noqa: E402
 from proxai_asgi import ProxaiMiddleware, Upstream  # noqa: E402
 from proxai_asgi import canonical as c  # noqa: E402
 from proxai_asgi.codec import unfold  # noqa: E402
@@ -87,12 +88,7 @@ def wrapped(upstream: str, deltas: int) -> Callable[..., Awaitable[None]]:
     js = [(b"content-type", b"application/json"), (b"content-length", str(len(whole)).encode())]
 
     async def app(scope: Message, receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            m = await receive()
-            body += m.get("body", b"")
-            if not m.get("more_body"):
-                break
+        body = await read_body(receive)
         asked = json.loads(body).get("stream") is True
         streamed = asked or scope["path"].endswith(":streamGenerateContent")
         if not streamed:

@@ -42,6 +42,7 @@ import openai
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.asgi_body import read_body  # noqa: E402
 from proxai_asgi import ProxaiMiddleware, Upstream  # noqa: E402
 
 MIN_CACHEABLE = 1024
@@ -146,13 +147,7 @@ class BillingAnthropic:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        body = json.loads(raw)
+        body = json.loads(await read_body(receive))
         bill = self.bill(body)
         self.bills.append(bill)
         n = len(self.bills)

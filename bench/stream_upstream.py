@@ -17,6 +17,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName
 from proxai_asgi.protocols import get_codec
 
+from .asgi_body import read_body
 from .sansio import frames, synthetic
 
 _N = int(os.environ.get("BENCH_DELTAS", "4000"))
@@ -55,12 +56,7 @@ def protocol_of(path: str) -> ProtocolName:
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
-    body = b""
-    while True:
-        m = await receive()
-        body += m.get("body", b"")
-        if not m.get("more_body"):
-            break
+    body = await read_body(receive)
     path: str = scope["path"]
     protocol = protocol_of(path)
     compact = body.replace(b" ", b"")
