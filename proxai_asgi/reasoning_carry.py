@@ -54,7 +54,7 @@ def unpack(value: str | None) -> dict[str, Any] | None:
 
 
 def is_packed(value: str | None) -> bool:
-    return bool(value) and value.startswith(PREFIX)  # type: ignore[union-attr]
+    return value is not None and value.startswith(PREFIX)
 
 
 def holds_token(r: c.Reasoning) -> bool:
