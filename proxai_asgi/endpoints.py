@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -82,16 +83,13 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
         return []
     codec = get_codec(up.protocol)
     out_headers = upstream_headers(headers, up, passthrough=False, stream=False)
-    body = b""  # no listing: a failure here must not break the client's
-    with anyio.move_on_after(_LISTING_TIMEOUT):
-        try:
-            async with mw.open_upstream(
-                {}, up, out_headers, b"", None, raw=False, get=codec.models_url(up.base_url)
-            ) as resp:
-                if resp.status == 200:
-                    body = await resp.read(_MAX_LISTING)
-        except ProxyError:
-            body = b""
+    body = b""  # stays empty when the upstream fails, errs or takes too long
+    with anyio.move_on_after(_LISTING_TIMEOUT), contextlib.suppress(ProxyError):
+        async with mw.open_upstream(
+            {}, up, out_headers, b"", None, raw=False, get=codec.models_url(up.base_url)
+        ) as resp:
+            if resp.status == 200:
+                body = await resp.read(_MAX_LISTING)
     try:
         ids = codec.model_ids(body) if body else []
     except (ValueError, AttributeError, TypeError, KeyError):
