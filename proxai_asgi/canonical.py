@@ -13,6 +13,8 @@ Conventions
 - Stream events carry a decoder-assigned ``index`` that is unique per stream; encoders
   allocate their own wire identifiers (Anthropic block index, Chat tool index,
   Responses item id / output_index) from it.
+- Every Struct is ``gc=False``: built from decoded JSON they form trees, never cycles,
+  so the cycle collector need not track the hundreds a long conversation makes.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ ToolKind = Literal["function", "custom"]
 # --------------------------------------------------------------------------- parts
 
 
-class Text(msgspec.Struct, tag="text", kw_only=True):
+class Text(msgspec.Struct, gc=False, tag="text", kw_only=True):
     text: str
     # Anthropic ``cache_control`` (kept only toward Anthropic; dropped elsewhere).
     cache_control: dict[str, Any] | None = None
@@ -45,7 +47,7 @@ class Text(msgspec.Struct, tag="text", kw_only=True):
     citations: list[Citation] | None = None
 
 
-class Citation(msgspec.Struct, kw_only=True):
+class Citation(msgspec.Struct, gc=False, kw_only=True):
     """A URL citation; the only kind all three protocols can carry."""
 
     url: str
@@ -55,7 +57,7 @@ class Citation(msgspec.Struct, kw_only=True):
     end_index: int | None = None
 
 
-class Image(msgspec.Struct, tag="image", kw_only=True):
+class Image(msgspec.Struct, gc=False, tag="image", kw_only=True):
     """Exactly one of ``url`` / ``data`` is set. ``data`` is base64 without a prefix."""
 
     url: str | None = None
@@ -65,7 +67,7 @@ class Image(msgspec.Struct, tag="image", kw_only=True):
     cache_control: dict[str, Any] | None = None
 
 
-class File(msgspec.Struct, tag="file", kw_only=True):
+class File(msgspec.Struct, gc=False, tag="file", kw_only=True):
     """A document (PDF, text). One of ``data`` (base64), ``url``, ``file_id`` or ``text``."""
 
     data: str | None = None
@@ -77,11 +79,11 @@ class File(msgspec.Struct, tag="file", kw_only=True):
     cache_control: dict[str, Any] | None = None
 
 
-class Refusal(msgspec.Struct, tag="refusal", kw_only=True):
+class Refusal(msgspec.Struct, gc=False, tag="refusal", kw_only=True):
     text: str
 
 
-class Reasoning(msgspec.Struct, tag="reasoning", kw_only=True):
+class Reasoning(msgspec.Struct, gc=False, tag="reasoning", kw_only=True):
     """Model reasoning: Anthropic thinking / redacted_thinking, Responses reasoning
     items, Chat ``reasoning_content``.
 
@@ -101,7 +103,7 @@ class Reasoning(msgspec.Struct, tag="reasoning", kw_only=True):
     thought_signature: str | None = None
 
 
-class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
+class ToolCall(msgspec.Struct, gc=False, tag="tool_call", kw_only=True):
     id: str
     name: str
     arguments: str = ""  # JSON text for function tools, raw text for custom tools
@@ -109,7 +111,7 @@ class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
     item_id: str | None = None  # Responses item id (``fc_...``), when one exists
 
 
-class ToolResult(msgspec.Struct, tag="tool_result", kw_only=True):
+class ToolResult(msgspec.Struct, gc=False, tag="tool_result", kw_only=True):
     call_id: str
     content: list[Part] = msgspec.field(default_factory=list)
     is_error: bool = False
@@ -117,7 +119,7 @@ class ToolResult(msgspec.Struct, tag="tool_result", kw_only=True):
     cache_control: dict[str, Any] | None = None
 
 
-class ServerToolUse(msgspec.Struct, tag="server_tool", kw_only=True):
+class ServerToolUse(msgspec.Struct, gc=False, tag="server_tool", kw_only=True):
     """A hosted tool run by the provider (web search...). Carried only where the
     client protocol has a shape for it; otherwise dropped and reported."""
 
@@ -130,7 +132,7 @@ class ServerToolUse(msgspec.Struct, tag="server_tool", kw_only=True):
 Part = Text | Image | File | Refusal | Reasoning | ToolCall | ToolResult | ServerToolUse
 
 
-class Message(msgspec.Struct, kw_only=True):
+class Message(msgspec.Struct, gc=False, kw_only=True):
     """One conversation turn. ``tool`` turns hold only ``ToolResult`` parts; each
     codec regroups them (Anthropic: a user turn; Chat: one message per result)."""
 
@@ -141,7 +143,7 @@ class Message(msgspec.Struct, kw_only=True):
 # ---------------------------------------------------------------------- request
 
 
-class Tool(msgspec.Struct, kw_only=True):
+class Tool(msgspec.Struct, gc=False, kw_only=True):
     name: str
     kind: ToolKind = "function"
     description: str | None = None
@@ -154,7 +156,7 @@ class Tool(msgspec.Struct, kw_only=True):
     cache_control: dict[str, Any] | None = None
 
 
-class HostedTool(msgspec.Struct, kw_only=True):
+class HostedTool(msgspec.Struct, gc=False, kw_only=True):
     """A provider-hosted tool definition (web_search, ...), kept raw with its protocol."""
 
     protocol: str
@@ -162,13 +164,13 @@ class HostedTool(msgspec.Struct, kw_only=True):
     raw: dict[str, Any]
 
 
-class ToolChoice(msgspec.Struct, kw_only=True):
+class ToolChoice(msgspec.Struct, gc=False, kw_only=True):
     mode: Literal["auto", "none", "required", "tool"]
     name: str | None = None  # with mode == "tool"
     kind: ToolKind = "function"
 
 
-class ResponseFormat(msgspec.Struct, kw_only=True):
+class ResponseFormat(msgspec.Struct, gc=False, kw_only=True):
     type: Literal["text", "json_object", "json_schema"]
     name: str | None = None
     schema: dict[str, Any] | None = None
@@ -176,7 +178,7 @@ class ResponseFormat(msgspec.Struct, kw_only=True):
     description: str | None = None
 
 
-class ReasoningConfig(msgspec.Struct, kw_only=True):
+class ReasoningConfig(msgspec.Struct, gc=False, kw_only=True):
     """``effort`` uses the OpenAI vocabulary (none/minimal/low/medium/high/xhigh);
     ``budget_tokens`` is only set when the client itself sent one."""
 
@@ -186,7 +188,7 @@ class ReasoningConfig(msgspec.Struct, kw_only=True):
     enabled: bool | None = None  # explicit on/off (Anthropic thinking type)
 
 
-class Request(msgspec.Struct, kw_only=True):
+class Request(msgspec.Struct, gc=False, kw_only=True):
     model: str
     messages: list[Message]
     system: list[Text] = msgspec.field(default_factory=list)
@@ -226,7 +228,7 @@ class Request(msgspec.Struct, kw_only=True):
 # --------------------------------------------------------------------- response
 
 
-class Usage(msgspec.Struct, kw_only=True):
+class Usage(msgspec.Struct, gc=False, kw_only=True):
     input_tokens: int = 0  # all prompt tokens (OpenAI semantics)
     output_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens read from cache
@@ -238,7 +240,7 @@ class Usage(msgspec.Struct, kw_only=True):
         return self.input_tokens + self.output_tokens
 
 
-class Response(msgspec.Struct, kw_only=True):
+class Response(msgspec.Struct, gc=False, kw_only=True):
     id: str  # upstream id as received; each client codec derives its own prefix
     model: str
     content: list[Part]  # Text, Refusal, Reasoning, ToolCall, ServerToolUse in order
@@ -254,14 +256,14 @@ class Response(msgspec.Struct, kw_only=True):
 BlockKind = Literal["text", "reasoning", "redacted_reasoning", "tool_call", "refusal"]
 
 
-class MessageStart(msgspec.Struct, tag="message_start", kw_only=True):
+class MessageStart(msgspec.Struct, gc=False, tag="message_start", kw_only=True):
     id: str
     model: str
     created: int = 0
     usage: Usage | None = None  # prompt figures when the upstream knows them early
 
 
-class BlockStart(msgspec.Struct, tag="block_start", kw_only=True):
+class BlockStart(msgspec.Struct, gc=False, tag="block_start", kw_only=True):
     index: int
     kind: BlockKind
     # tool_call blocks
@@ -275,14 +277,14 @@ class BlockStart(msgspec.Struct, tag="block_start", kw_only=True):
     encrypted_content: str | None = None
 
 
-class BlockDelta(msgspec.Struct, tag="block_delta", kw_only=True):
+class BlockDelta(msgspec.Struct, gc=False, tag="block_delta", kw_only=True):
     """Text for text/reasoning/refusal blocks, an argument fragment for tool calls."""
 
     index: int
     text: str
 
 
-class BlockSignature(msgspec.Struct, tag="block_signature", kw_only=True):
+class BlockSignature(msgspec.Struct, gc=False, tag="block_signature", kw_only=True):
     """A reasoning block's opaque tokens, once known (a signature delta, an
     encrypted_content at item done, a thought signature); fields as on ``Reasoning``."""
 
@@ -293,16 +295,16 @@ class BlockSignature(msgspec.Struct, tag="block_signature", kw_only=True):
     thought_signature: str | None = None
 
 
-class Citations(msgspec.Struct, tag="citations", kw_only=True):
+class Citations(msgspec.Struct, gc=False, tag="citations", kw_only=True):
     index: int
     citations: list[Citation]
 
 
-class BlockStop(msgspec.Struct, tag="block_stop", kw_only=True):
+class BlockStop(msgspec.Struct, gc=False, tag="block_stop", kw_only=True):
     index: int
 
 
-class Finish(msgspec.Struct, tag="finish", kw_only=True):
+class Finish(msgspec.Struct, gc=False, tag="finish", kw_only=True):
     """The terminal event of a successful stream: stop reason and final usage."""
 
     stop_reason: StopReason | None
@@ -311,7 +313,7 @@ class Finish(msgspec.Struct, tag="finish", kw_only=True):
     refusal_explanation: str | None = None
 
 
-class StreamError(msgspec.Struct, tag="error", kw_only=True):
+class StreamError(msgspec.Struct, gc=False, tag="error", kw_only=True):
     """The terminal event of a failed stream."""
 
     status: int
