@@ -35,7 +35,6 @@ summary request asks for ``includeThoughts``.
 from __future__ import annotations
 
 import functools
-import operator
 import re
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
@@ -222,32 +221,31 @@ def _decode_camel(body: bytes) -> wire.GenerateContentRequest | None:
         req: wire.GenerateContentRequest = _strict_decoder().decode(body)
     except (msgspec.DecodeError, ValueError):
         return None  # not JSON, not camelCase, or invalid: the general path says which
-    # Untyped objects below a Struct are renamed as the general path renames them.
-    _rename_untyped(req, "tools", "safety_settings")
-    if req.tool_config is not None:
-        _rename_untyped(req.tool_config, "retrieval_config")
-    if req.generation_config is not None:
-        _rename_untyped(req.generation_config, "speech_config", "image_config")
-    for content in (*req.contents, *((req.system_instruction,) if req.system_instruction else ())):
-        for part in content.parts:
-            if _part_untyped(part) != _NO_UNTYPED:  # rare: one C call for the usual part
-                _rename_untyped(part, *_PART_UNTYPED)
-            response = part.function_response
-            if response is not None and response.parts is not None:
-                response.parts = _camel_keys(response.parts)
+    # Of the untyped objects below a Struct, only the tools are read beyond whether they
+    # are there (the others are reported as dropped): only they need the general path's
+    # renaming, and the usual function declarations are camelCase already.
+    if req.tools is not None:
+        req.tools = _camel_tools(req.tools)
     return req
 
 
-_PART_UNTYPED = ("executable_code", "code_execution_result", "video_metadata")
-_part_untyped = operator.attrgetter(*_PART_UNTYPED)
-_NO_UNTYPED = (None,) * len(_PART_UNTYPED)
+_DECLARATION_KEYS = frozenset(
+    f.encode_name for f in msgspec.structs.fields(wire.FunctionDeclaration)
+)
 
 
-def _rename_untyped(struct: msgspec.Struct, *names: str) -> None:
-    for name in names:
-        value = getattr(struct, name)
-        if value is not None:
-            setattr(struct, name, _camel_keys(value))
+def _camel_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``tools`` as the general path renames them; as they are when every tool is
+    function declarations with camelCase keys (nothing in them would be renamed: a
+    declaration's other values are the user's schemas, or strings)."""
+    for raw in tools:
+        decls = raw.get("functionDeclarations")
+        if len(raw) != 1 or type(decls) is not list:
+            return _camel_keys(tools)  # type: ignore[no-any-return]
+        for d in decls:
+            if type(d) is not dict or not d.keys() <= _DECLARATION_KEYS:
+                return _camel_keys(tools)  # type: ignore[no-any-return]
+    return tools
 
 
 def to_canonical(

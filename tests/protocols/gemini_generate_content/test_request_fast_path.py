@@ -83,6 +83,28 @@ _part = st.fixed_dictionaries(
         "executableCode": _shaped,
     },
 )
+# Function declarations, mostly with camelCase keys (kept as they are on the fast path),
+# sometimes with a proto name, an older SDK spelling or a hosted tool beside them.
+_declaration = st.dictionaries(
+    st.sampled_from(
+        [
+            "name",
+            "description",
+            "parameters",
+            "parametersJsonSchema",
+            "parameters_json_schema",
+            "_responseJsonSchema",
+            "behavior",
+        ]
+    ),
+    st.just("f") | _shaped,
+    max_size=4,
+)
+_tools = st.lists(
+    st.fixed_dictionaries({"functionDeclarations": st.lists(_declaration, max_size=3)})
+    | st.dictionaries(st.sampled_from(["functionDeclarations", "googleSearch"]), _shaped),
+    max_size=3,
+)
 _content = st.fixed_dictionaries(
     {"parts": st.lists(_part, min_size=1, max_size=3)},
     optional={"role": st.sampled_from(["user", "model"])},
@@ -92,7 +114,7 @@ _bodies = st.one_of(
     st.fixed_dictionaries(
         {"contents": st.lists(_content, min_size=1, max_size=4)},
         optional={
-            "tools": _shaped,
+            "tools": _shaped | _tools,
             "generationConfig": _shaped,
             "generation_config": _shaped,
             "toolConfig": _shaped,
@@ -138,7 +160,7 @@ SDK_BODY = {
 }
 
 
-def test_sdk_body_takes_the_fast_path_with_untyped_parts_renamed() -> None:
+def test_sdk_body_takes_the_fast_path_with_its_tools_renamed() -> None:
     fast = request._decode_camel(json.dumps(SDK_BODY).encode())
     assert fast is not None
     assert fast.tools == [
@@ -156,3 +178,11 @@ def test_proto_names_and_unknown_fields_decline_the_fast_path() -> None:
     report = TranslationReport()
     out = request.decode_request(json.dumps(proto).encode(), report)
     assert out.temperature == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tools)
+def test_tools_on_the_fast_path_are_those_the_general_path_renames(tools: list[Any]) -> None:
+    raw = json.dumps({"contents": [{"parts": [{"text": "hi"}]}], "tools": tools}).encode()
+    assert request._decode_camel(raw) is not None
+    assert _outcome(_production, raw) == _outcome(_general, raw)
