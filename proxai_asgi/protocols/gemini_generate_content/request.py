@@ -304,8 +304,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             parts = _model_parts(content.parts, i, report)
             unanswered = [(p.name, p.id) for p in parts if type(p) is c.ToolCall]
             messages.append(c.Message(role="assistant", content=parts))
-        elif role in ("user", "function"):
-            messages.extend(_user_turn(content.parts, i, unanswered, report))
+        elif role == "user" or role == "function":
+            _user_turn(content.parts, i, unanswered, report, messages)
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
@@ -327,6 +327,47 @@ def _media_in(p: wire.Part) -> c.Part | None:
 
 
 def _model_parts(parts: list[wire.Part], i: int, report: TranslationReport) -> list[c.Part]:
+    """A model turn's parts as ``parts_in`` makes them. The usual parts (text, a function
+    call, either with Gemini's own signature) are made here, one call fewer each; any
+    other part goes through ``parts_in``, which sees the same ``out``."""
+    out: list[c.Part] = []
+    calls = 0
+    for p in parts:
+        signature, fc = p.thought_signature, p.function_call
+        if (
+            p.thought
+            or (signature and signature.startswith(signatures.PACKED_HEAD))
+            or (fc is None and p.text is None)
+        ):
+            calls += _other_part_in(p, out, i, calls, report)
+            continue
+        if signature:  # Gemini's own: a bare reasoning part before the one it signs
+            out.append(c.Reasoning(text="", summary=True, thought_signature=signature))
+        if fc is not None:
+            args = fc.args
+            out.append(
+                c.ToolCall(
+                    id=fc.id or call_id_for_history(i, calls),
+                    name=fc.name,
+                    arguments=_encoder.encode(args if args is not None else {}).decode(),
+                )
+            )
+            calls += 1
+        elif p.text:
+            last = out[-1] if out else None
+            if type(last) is c.Text:
+                last.text += p.text
+            else:
+                out.append(c.Text(text=p.text))
+    return out
+
+
+def _other_part_in(
+    p: wire.Part, out: list[c.Part], i: int, calls: int, report: TranslationReport
+) -> int:
+    """A model turn's part that is not text or a plain function call (a thought, a
+    carrier we packed, media), through ``parts_in``; returns its call count."""
+
     def other(p: wire.Part) -> c.Part | None:
         media = _media_in(p)
         if media is None and p.function_response is not None:
@@ -338,9 +379,7 @@ def _model_parts(parts: list[wire.Part], i: int, report: TranslationReport) -> l
             _drop_part(p, report)
         return media
 
-    out: list[c.Part] = []
-    parts_in(parts, out, lambda fc, n: fc.id or call_id_for_history(i, n), other)
-    return out
+    return parts_in([p], out, lambda fc, n: fc.id or call_id_for_history(i, calls + n), other)
 
 
 def _drop_part(p: wire.Part, report: TranslationReport) -> None:
@@ -360,13 +399,19 @@ def result_content_in(response: dict[str, Any] | None) -> tuple[list[c.Part], bo
 
 
 def _user_turn(
-    parts: list[wire.Part], i: int, unanswered: list[tuple[str, str]], report: TranslationReport
-) -> list[c.Message]:
+    parts: list[wire.Part],
+    i: int,
+    unanswered: list[tuple[str, str]],
+    report: TranslationReport,
+    messages: list[c.Message],
+) -> None:
+    """A user turn appended to ``messages``: its function responses as one tool
+    message, then the rest of it (a user message, also when the turn holds nothing)."""
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, p in enumerate(parts):
-        if p.function_response is not None:
-            fr = p.function_response
+        fr = p.function_response
+        if fr is not None:
             call_id = fr.id
             for k, (name, cid) in enumerate(unanswered):
                 if (call_id is not None and cid == call_id) or (
@@ -379,7 +424,14 @@ def _user_turn(
                 call_id = call_id_for_history(i, j)  # answers nothing: checks.py says so
             if fr.parts:
                 report.drop("functionResponse.parts")
-            content, is_error = result_content_in(fr.response)
+            response = fr.response
+            if response is not None and len(response) == 1 and "output" in response:
+                output = response["output"]  # the usual result: {"output": <text>}
+                if type(output) is str:
+                    content: list[c.Part] = [c.Text(text=output)] if output else []
+                    results.append(c.ToolResult(call_id=call_id, content=content))
+                    continue
+            content, is_error = result_content_in(response)
             results.append(c.ToolResult(call_id=call_id, content=content, is_error=is_error))
         elif p.text is not None:
             if p.text and not p.thought:
@@ -393,12 +445,10 @@ def _user_turn(
             )
         else:
             _drop_part(p, report)
-    out: list[c.Message] = []
     if results:
-        out.append(c.Message(role="tool", content=results))
+        messages.append(c.Message(role="tool", content=results))
     if rest or not results:
-        out.append(c.Message(role="user", content=rest))
-    return out
+        messages.append(c.Message(role="user", content=rest))
 
 
 # ------------------------------------------------------------------- schemas

@@ -32,7 +32,7 @@ OWN_TOKENS = ("thought_signature",)
 _PACKED = reasoning_carry.PREFIX.encode()
 # Every value we pack starts with these base64 characters (the prefix's first six
 # bytes), in both alphabets: Gemini's own signatures are told apart without decoding.
-_PACKED_HEAD = base64.b64encode(_PACKED[:6]).decode("ascii")
+PACKED_HEAD = base64.b64encode(_PACKED[:6]).decode("ascii")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
@@ -43,7 +43,7 @@ def _to_client(packed: str) -> str:
 def _from_client(signature: str) -> str | None:
     """The packed value inside a signature we gave a Gemini client (the SDKs may give
     it back in the URL-safe alphabet, or unpadded); None for Gemini's own."""
-    if not signature.startswith(_PACKED_HEAD):
+    if not signature.startswith(PACKED_HEAD):
         return None
     raw = signature.encode("ascii", "replace").translate(_URLSAFE)
     try:
