@@ -665,17 +665,24 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
 
 
 def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.Content]:
-    names = {p.id: p.name for m in messages for p in m.content if type(p) is c.ToolCall}
     turns: list[wire.Content] = []
+    last: wire.Content | None = None
+    names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
+    answers: list[wire.FunctionResponse] = []  # named once every call is known
     for m in messages:
-        role = "model" if m.role == "assistant" else "user"
-        parts = _model_out(m.content, report) if role == "model" else _user_out(m, names, report)
+        if m.role == "assistant":
+            role, parts = "model", _model_out(m.content, names, report)
+        else:
+            role, parts = "user", _user_out(m, names, answers, report)
         if not parts:
             continue
-        if turns and turns[-1].role == role:
-            turns[-1].parts.extend(parts)
+        if last is not None and last.role == role:
+            last.parts.extend(parts)
         else:
-            turns.append(wire.Content(role=role, parts=parts))
+            last = wire.Content(role=role, parts=parts)
+            turns.append(last)
+    for fr in answers:  # its name holds the call's id until here
+        fr.name = names.get(fr.name, fr.name)
     for t in turns:  # function responses come first in a user turn
         if t.role == "user" and len(t.parts) > 1:
             t.parts.sort(key=lambda p: p.function_response is None)
@@ -696,12 +703,32 @@ def _args_out(arguments: str, kind: str) -> dict[str, Any]:
     return value
 
 
-def _model_out(content: list[c.Part], report: TranslationReport) -> list[wire.Part]:
+def _model_out(
+    content: list[c.Part], names: dict[str, str], report: TranslationReport
+) -> list[wire.Part]:
     out: list[wire.Part] = []
     pending: str | None = None  # a bare signature for the next part
     calls = 0
     for p in content:
-        if type(p) is c.Reasoning:
+        part: wire.Part
+        if type(p) is c.Text or type(p) is c.Refusal:
+            if not p.text:
+                continue
+            part = wire.Part(text=p.text)
+        elif type(p) is c.ToolCall:
+            call_id = p.id
+            names[call_id] = p.name
+            part = wire.Part(
+                function_call=wire.FunctionCall(
+                    name=p.name,
+                    args=_args_out(p.arguments, p.kind),
+                    id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                )
+            )
+            if calls == 0 and pending is None:
+                pending = signatures.SKIP_VALIDATOR  # a call Gemini did not make
+            calls += 1
+        elif type(p) is c.Reasoning:
             sig = p.thought_signature
             if sig is None:
                 report.drop("reasoning")  # not Gemini's: Gemini would not accept it
@@ -710,21 +737,6 @@ def _model_out(content: list[c.Part], report: TranslationReport) -> list[wire.Pa
             else:
                 pending = sig
             continue
-        part: wire.Part
-        if type(p) is c.Text or type(p) is c.Refusal:
-            if not p.text:
-                continue
-            part = wire.Part(text=p.text)
-        elif type(p) is c.ToolCall:
-            call_id = None if p.id.startswith(DERIVED_CALL_PREFIX) else p.id
-            part = wire.Part(
-                function_call=wire.FunctionCall(
-                    name=p.name, args=_args_out(p.arguments, p.kind), id=call_id
-                )
-            )
-            if calls == 0 and pending is None:
-                pending = signatures.SKIP_VALIDATOR  # a call Gemini did not make
-            calls += 1
         elif type(p) is c.Image or type(p) is c.File:
             part = _media_out(p)
         else:
@@ -761,26 +773,31 @@ def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str,
     return {key: text}
 
 
-def _user_out(m: c.Message, names: dict[str, str], report: TranslationReport) -> list[wire.Part]:
+def _user_out(
+    m: c.Message,
+    names: dict[str, str],
+    answers: list[wire.FunctionResponse],
+    report: TranslationReport,
+) -> list[wire.Part]:
     out: list[wire.Part] = []
     for p in m.content:
         if type(p) is c.ToolResult:
-            call_id = None if p.call_id.startswith(DERIVED_CALL_PREFIX) else p.call_id
-            out.append(
-                wire.Part(
-                    function_response=wire.FunctionResponse(
-                        name=names.get(p.call_id, p.call_id),
-                        response=result_response_out(p, report),
-                        id=call_id,
-                    )
-                )
+            call_id = p.call_id
+            response = wire.FunctionResponse(
+                name=call_id,  # until every call's name is known
+                response=result_response_out(p, report),
+                id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
             )
+            answers.append(response)
+            out.append(wire.Part(function_response=response))
         elif type(p) is c.Text or type(p) is c.Refusal:
             if p.text:
                 out.append(wire.Part(text=p.text))
         elif type(p) is c.Image or type(p) is c.File:
             out.append(_media_out(p))
         else:
+            if type(p) is c.ToolCall:
+                names[p.id] = p.name
             report.drop(f"messages.content.{type(p).__struct_config__.tag}")
     return out
 
