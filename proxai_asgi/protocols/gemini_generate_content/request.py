@@ -301,8 +301,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     for i, content in enumerate(contents):
         role = content.role or "user"
         if role == "model":
-            parts = _model_parts(content.parts, i, report)
-            unanswered = [(p.name, p.id) for p in parts if type(p) is c.ToolCall]
+            parts, unanswered = _model_parts(content.parts, i, report)
             messages.append(c.Message(role="assistant", content=parts))
         elif role == "user" or role == "function":
             _user_turn(content.parts, i, unanswered, report, messages)
@@ -326,11 +325,15 @@ def _media_in(p: wire.Part) -> c.Part | None:
     return None
 
 
-def _model_parts(parts: list[wire.Part], i: int, report: TranslationReport) -> list[c.Part]:
-    """A model turn's parts as ``parts_in`` makes them. The usual parts (text, a function
-    call, either with Gemini's own signature) are made here, one call fewer each; any
-    other part goes through ``parts_in``, which sees the same ``out``."""
+def _model_parts(
+    parts: list[wire.Part], i: int, report: TranslationReport
+) -> tuple[list[c.Part], list[tuple[str, str]]]:
+    """A model turn's parts as ``parts_in`` makes them, and its calls' (name, id). The
+    usual parts (text, a function call, either with Gemini's own signature) are made
+    here, one call fewer each; any other part goes through ``parts_in``, which sees the
+    same ``out``."""
     out: list[c.Part] = []
+    made: list[tuple[str, str]] = []
     calls = 0
     for p in parts:
         signature, fc = p.thought_signature, p.function_call
@@ -339,19 +342,24 @@ def _model_parts(parts: list[wire.Part], i: int, report: TranslationReport) -> l
             or (signature and signature.startswith(signatures.PACKED_HEAD))
             or (fc is None and p.text is None)
         ):
-            calls += _other_part_in(p, out, i, calls, report)
+            made_call = _other_part_in(p, out, i, calls, report)
+            call = out[-1] if made_call else None  # a call is the last part made of its part
+            if type(call) is c.ToolCall:
+                made.append((call.name, call.id))
+            calls += made_call
             continue
         if signature:  # Gemini's own: a bare reasoning part before the one it signs
             out.append(c.Reasoning(text="", summary=True, thought_signature=signature))
         if fc is not None:
-            args = fc.args
+            args, call_id = fc.args, fc.id or call_id_for_history(i, calls)
             out.append(
                 c.ToolCall(
-                    id=fc.id or call_id_for_history(i, calls),
+                    id=call_id,
                     name=fc.name,
                     arguments=_encoder.encode(args if args is not None else {}).decode(),
                 )
             )
+            made.append((fc.name, call_id))
             calls += 1
         elif p.text:
             last = out[-1] if out else None
@@ -359,7 +367,7 @@ def _model_parts(parts: list[wire.Part], i: int, report: TranslationReport) -> l
                 last.text += p.text
             else:
                 out.append(c.Text(text=p.text))
-    return out
+    return out, made
 
 
 def _other_part_in(

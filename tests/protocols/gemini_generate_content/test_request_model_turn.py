@@ -56,8 +56,9 @@ def _reference(parts: list[wire.Part], i: int) -> list[c.Part]:
 @given(st.lists(_parts, max_size=6), st.integers(0, 3))
 def test_a_model_turn_is_what_parts_in_makes_of_it(parts: list[wire.Part], i: int) -> None:
     expected = msgspec.json.encode(_reference(parts, i))
-    got = request._model_parts(parts, i, TranslationReport())
+    got, calls = request._model_parts(parts, i, TranslationReport())
     assert msgspec.json.encode(got) == expected
+    assert calls == [(p.name, p.id) for p in got if type(p) is c.ToolCall]
 
 
 def test_the_carrier_fixture_is_a_packed_value() -> None:
