@@ -304,11 +304,35 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             parts, unanswered = _model_parts(content.parts, i, report)
             messages.append(c.Message(role="assistant", content=parts))
         elif role == "user" or role == "function":
-            _user_turn(content.parts, i, unanswered, report, messages)
+            parts = content.parts
+            answer = _tool_answer(parts[0]) if len(parts) == 1 else None
+            if answer is not None:  # the usual turn: one function response, with an id
+                for k, call in enumerate(unanswered):
+                    if call[1] == answer.call_id:
+                        del unanswered[k]
+                        break
+                messages.append(c.Message(role="tool", content=[answer]))
+            else:
+                _user_turn(parts, i, unanswered, report, messages)
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
     return messages
+
+
+def _tool_answer(p: wire.Part) -> c.ToolResult | None:
+    """The result of a function response with an id and a text ``output`` (all else
+    None), as ``_user_turn`` makes it."""
+    fr = p.function_response
+    if fr is None or fr.id is None or fr.parts:
+        return None
+    response = fr.response
+    if response is None or len(response) != 1:
+        return None
+    output = response.get("output")
+    if type(output) is not str:
+        return None
+    return c.ToolResult(call_id=fr.id, content=[c.Text(text=output)] if output else [])
 
 
 def _media_in(p: wire.Part) -> c.Part | None:

@@ -95,3 +95,45 @@ def test_a_function_response_is_the_result_result_content_in_makes(result: objec
     )
     assert messages[1] == c.Message(role="tool", content=[expected])
     assert bool(is_error) == (result == {"error": "failed"})
+
+
+_responses = st.builds(
+    wire.FunctionResponse,
+    name=st.sampled_from(["read", "run"]),
+    response=st.sampled_from(
+        [None, {}, {"output": "x"}, {"output": ""}, {"output": 1}, {"error": "e"}, {"a": "b"}]
+    ),
+    id=st.none() | st.sampled_from(["call_1", "call_2"]),
+    parts=st.none() | st.just([{"text": "p"}]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["read", "run"]), st.sampled_from(["call_1", "call_2"]))),
+    _responses,
+)
+def test_a_tool_answer_turn_is_what_user_turn_makes_of_it(
+    calls: list[tuple[str, str]], fr: wire.FunctionResponse
+) -> None:
+    model = wire.Content(
+        role="model",
+        parts=[wire.Part(function_call=wire.FunctionCall(name=n, id=i)) for n, i in calls],
+    )
+    answer = wire.Content(role="user", parts=[wire.Part(function_response=fr)])
+    # then responses without an id, which take the calls left unanswered
+    late = wire.Content(
+        parts=[
+            wire.Part(function_response=wire.FunctionResponse(name=n, response={"output": "y"}))
+            for n in ("read", "run")
+        ]
+    )
+    report = TranslationReport()
+    got = request._contents_in([model, answer, answer, late], report)
+    expected: list[c.Message] = []
+    unanswered = list(calls)
+    expected_report = TranslationReport()
+    for i, turn in enumerate((answer, answer, late), 1):
+        request._user_turn(turn.parts, i, unanswered, expected_report, expected)
+    assert msgspec.json.encode(got[1:]) == msgspec.json.encode(expected)
+    assert report.dropped == expected_report.dropped
