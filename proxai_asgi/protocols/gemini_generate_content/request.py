@@ -304,8 +304,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             parts, unanswered = _model_parts(content.parts, i, report)
             messages.append(c.Message(role="assistant", content=parts))
         elif role == "user" or role == "function":
-            parts = content.parts
-            answer = _tool_answer(parts[0]) if len(parts) == 1 else None
+            given = content.parts
+            answer = _tool_answer(given[0]) if len(given) == 1 else None
             if answer is not None:  # the usual turn: one function response, with an id
                 for k, call in enumerate(unanswered):
                     if call[1] == answer.call_id:
@@ -313,7 +313,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         break
                 messages.append(c.Message(role="tool", content=[answer]))
             else:
-                _user_turn(parts, i, unanswered, report, messages)
+                _user_turn(given, i, unanswered, report, messages)
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
