@@ -224,6 +224,8 @@ def report(res: Results) -> None:
     for t in res.transports:
         print(f"[{t}]")
         worst = [9.0, 9.0, 0.0, 0.0]
+        ratios: list[float] = []  # saturated, translated pairs
+        addeds: list[float] = []
         for up in PROTOCOLS:
             base = res.rows[(t, up, up)]
             for cl in PROTOCOLS:
@@ -239,7 +241,9 @@ def report(res: Results) -> None:
                     f"{cl:>9} <- {up:<10} | {rate:8.0f} ({ratio:4.2f}x) | {paced:6.0f} "
                     f"({paced_ratio:4.2f}x) | {cpu:5.1f} / {paced_cpu:5.1f} | {added:+5.2f}"
                 )
+                addeds.append(added)
                 if cl != up:
+                    ratios.append(ratio)
                     worst[0] = min(worst[0], ratio)
                     worst[1] = min(worst[1], paced_ratio)
                 worst[2] = max(worst[2], cpu)
@@ -248,6 +252,12 @@ def report(res: Results) -> None:
             f"{res.scheme} {t}: worst translated / pass-through {worst[0]:.2f}x saturated, "
             f"{worst[1]:.2f}x paced; worst proxy CPU {worst[2]:.1f} µs/event saturated; "
             f"worst added p50 {worst[3]:+.2f} ms"
+        )
+        print(
+            f"{res.scheme} {t}: median translated / pass-through {statistics.median(ratios):.2f}x "
+            f"saturated, {sum(r < 0.9 for r in ratios)} of {len(ratios)} below 0.9x; median "
+            f"added p50 {statistics.median(addeds):+.2f} ms, "
+            f"{sum(a <= 0.75 for a in addeds)} of {len(addeds)} pairs <= 0.75 ms"
         )
 
 
