@@ -16,6 +16,9 @@ it is not the bottleneck) measures, for every pair of client and upstream protoc
   test CA), i.e. the time the proxy adds to the first byte.
 
 Measurements of the two proxies are interleaved direction by direction.
+``--base-tree DIR --transports default,base`` measures instead the default proxy of
+this checkout against the same proxy served from another checkout (a worktree of the
+commit to compare with), interleaved the same way.
 
     .venv/bin/python -m bench.default_path                  # --schemes http,https
 """
@@ -74,9 +77,11 @@ def request_for(
 
 
 @contextmanager
-def process(args: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+def process(
+    args: list[str], port: int, env: dict[str, str], cwd: Path = ROOT
+) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
-        args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         wait_port(port)
@@ -154,17 +159,20 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
         es.enter_context(process(up_cmd, up_port, env))
         upstream = f"{scheme}://127.0.0.1:{up_port}"
         proxies: dict[str, tuple[str, int]] = {}
-        for transport in TRANSPORTS:
+        for transport in args.transports:
             port = free_port()
             penv = {**env, "BENCH_UPSTREAM": upstream, "BENCH_TRANSPORT": transport}
             penv["SSL_CERT_FILE"] = str(certs / "ca.pem")
-            proc = es.enter_context(process(uvicorn("bench.default_proxy:app", port), port, penv))
+            # "base": this proxy as another checkout has it (uvicorn imports from cwd)
+            tree = Path(args.base_tree) if transport == "base" else ROOT
+            cmd = uvicorn("bench.default_proxy:app", port)
+            proc = es.enter_context(process(cmd, port, penv, tree))
             proxies[transport] = (f"http://127.0.0.1:{port}", proc.pid)
         verify = ssl.create_default_context(cafile=str(certs / "ca.pem"))
         client = es.enter_context(httpx.Client(timeout=120, verify=verify))
         counts = {up: len(frames(synthetic(FULL[up], args.deltas))) for up in PROTOCOLS}
         paced_counts = {up: len(frames(synthetic(FULL[up], args.paced_deltas))) for up in PROTOCOLS}
-        pairs = [(t, cl, up) for up in PROTOCOLS for t in TRANSPORTS for cl in PROTOCOLS]
+        pairs = [(t, cl, up) for up in PROTOCOLS for t in args.transports for cl in PROTOCOLS]
         for key in pairs:  # warm-up: connections, codecs, caches
             rows[key] = Row(counts[key[2]], paced_counts[key[2]])
             base, _ = proxies[key[0]]
@@ -192,7 +200,8 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
                 samples = [timed_post(client, base + path, body) for _ in range(10)]
                 if i >= 2:
                     rows[(t, cl, up)].latencies += samples
-    return Results(scheme, rows, {up: statistics.median(v) for up, v in direct.items()})
+    direct_p50 = {up: statistics.median(v) for up, v in direct.items()}
+    return Results(scheme, rows, direct_p50, args.transports)
 
 
 @dataclass
@@ -200,6 +209,7 @@ class Results:
     scheme: str
     rows: dict[tuple[str, str, str], Row]
     direct_p50: dict[str, float]
+    transports: list[str]
 
 
 def report(res: Results) -> None:
@@ -211,9 +221,11 @@ def report(res: Results) -> None:
         "client <- upstream     | events/s saturated (x pass-through) | paced (x) | "
         "proxy CPU µs/event saturated / paced | added p50 ms"
     )
-    for t in TRANSPORTS:
+    for t in res.transports:
         print(f"[{t}]")
         worst = [9.0, 9.0, 0.0, 0.0]
+        ratios: list[float] = []  # saturated, translated pairs
+        addeds: list[float] = []
         for up in PROTOCOLS:
             base = res.rows[(t, up, up)]
             for cl in PROTOCOLS:
@@ -229,7 +241,9 @@ def report(res: Results) -> None:
                     f"{cl:>9} <- {up:<10} | {rate:8.0f} ({ratio:4.2f}x) | {paced:6.0f} "
                     f"({paced_ratio:4.2f}x) | {cpu:5.1f} / {paced_cpu:5.1f} | {added:+5.2f}"
                 )
+                addeds.append(added)
                 if cl != up:
+                    ratios.append(ratio)
                     worst[0] = min(worst[0], ratio)
                     worst[1] = min(worst[1], paced_ratio)
                 worst[2] = max(worst[2], cpu)
@@ -238,6 +252,12 @@ def report(res: Results) -> None:
             f"{res.scheme} {t}: worst translated / pass-through {worst[0]:.2f}x saturated, "
             f"{worst[1]:.2f}x paced; worst proxy CPU {worst[2]:.1f} µs/event saturated; "
             f"worst added p50 {worst[3]:+.2f} ms"
+        )
+        print(
+            f"{res.scheme} {t}: median translated / pass-through {statistics.median(ratios):.2f}x "
+            f"saturated, {sum(r < 0.9 for r in ratios)} of {len(ratios)} below 0.9x; median "
+            f"added p50 {statistics.median(addeds):+.2f} ms, "
+            f"{sum(a <= 0.75 for a in addeds)} of {len(addeds)} pairs <= 0.75 ms"
         )
 
 
@@ -249,6 +269,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--paced-runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--transports", default=",".join(TRANSPORTS), type=lambda s: s.split(","))
+    parser.add_argument("--base-tree", help="checkout whose proxy the transport 'base' runs")
     args = parser.parse_args()
     ca = trustme.CA()
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,8 +5,8 @@ Why not httpx here: on loopback ``httpx.AsyncClient`` spends about 0.5 ms per re
 above the round trip (client, transport and connection-pool layers, an
 ``anyio.fail_after`` of ~12 µs around every read). What each layer does here:
 
-- h11 writes the request and parses the answer's head (status line, headers,
-  informational answers, malformed heads refused);
+- ``http1_head`` writes the request and parses the answer's head, accepting and
+  refusing what h11 does (h11 itself judges any head out of the ordinary);
 - the body is framed by ``http1_body`` (Content-Length, chunked, or until close), and
   keep-alive is decided here from the answer's version, its ``Connection`` header and
   whether the body ended cleanly: h11 yields one event per chunk, which costs a
@@ -35,10 +35,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
-import h11
-
 from .errors import ProxyError
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
+from .http1_head import Hangup, Head, Malformed, Sent, Unsendable, read_head, write_request
 from .routing import Upstream
 from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
@@ -111,14 +110,20 @@ class _Wire(asyncio.Protocol):
             self.transport.resume_reading()
         return data
 
-    async def read(self) -> bytes:
-        """Everything received so far (waiting for something), or b"" at the end."""
+    async def read(self, deadline: float | None = None) -> bytes:
+        """Everything received so far (waiting for something, until the loop's time
+        ``deadline`` if given: then TimeoutError), or b"" at the end."""
         if not self.chunks and not self.eof:
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            # A bare timer: ``asyncio.timeout`` costs several times as much per request.
+            timer = None if deadline is None else loop.call_at(deadline, _expire, waiter)
             try:
-                await self._waiter
+                await waiter
             finally:
                 self._waiter = None
+                if timer is not None:
+                    timer.cancel()
         data = self.take()
         if data:
             return data
@@ -127,15 +132,19 @@ class _Wire(asyncio.Protocol):
         return b""
 
 
-class _Conn:
-    """One keep-alive connection and its h11 state."""
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
-    __slots__ = ("framing", "h11", "loop", "reusable", "reused", "wire")
+
+class _Conn:
+    """One keep-alive connection."""
+
+    __slots__ = ("framing", "loop", "reusable", "reused", "wire")
 
     def __init__(self, wire: _Wire) -> None:
         self.wire = wire
         self.loop = asyncio.get_running_loop()  # the only loop that can serve it
-        self.h11 = h11.Connection(h11.CLIENT)  # for the request and the answer's head
         self.reused = False
         self.reusable = False  # set once a keep-alive answer was read to its end
         self.framing: Framing | None = None  # of a keep-alive answer being read
@@ -246,21 +255,21 @@ class Http1Pool:
         try:
             for _ in range(2):  # a second try only when a reused connection was stale
                 conn = await self._checkout(key, upstream.connect_timeout)
-                request = _request(conn, target, method, headers, body, raw=raw)
+                sent = Sent(method, target[2], target[3], headers, body, not raw)
+                request = _request(sent)
                 try:
-                    head = await self._exchange_head(conn, request, upstream.read_timeout)
+                    head = await self._exchange_head(conn, sent, request, upstream.read_timeout)
                     break
                 except _Stale:
                     conn.close()
                     conn = None
             else:  # pragma: no cover - the second connection is always fresh
                 raise ProxyError(502, "upstream hung up on a fresh connection", kind="bad_gateway")
-            resp_headers = [(k.lower(), v) for k, v in head.headers]
-            chunks = self._body(conn, head, resp_headers)
-            coding = _content_coding(resp_headers)
+            chunks = self._body(conn, head)
+            coding = _content_coding(head.headers)
             if coding and not raw:
                 chunks = _decoded(chunks, coding)
-            yield UpstreamResponse(head.status_code, resp_headers, chunks, upstream.read_timeout)
+            yield UpstreamResponse(head.status, head.headers, chunks, upstream.read_timeout)
             finished = True  # not reached when the caller raised (a disconnect, an error)
         finally:
             if conn is not None:
@@ -303,28 +312,27 @@ class Http1Pool:
         return _Conn(wire)
 
     async def _exchange_head(
-        self, conn: _Conn, request: bytes, read_timeout: float
-    ) -> h11.Response:
-        h = conn.h11
+        self, conn: _Conn, sent: Sent, request: bytes, read_timeout: float
+    ) -> Head:
         received = False
+        buffer = b""
+        deadline = conn.loop.time() + read_timeout
         try:
-            async with asyncio.timeout(read_timeout):
-                assert conn.wire.transport is not None
-                conn.wire.transport.write(request)
-                while True:
-                    event = h.next_event()
-                    if event is h11.NEED_DATA:
-                        data = await conn.wire.read()
-                        if not data and not received and conn.reused:
-                            raise _Stale
-                        received = True
-                        h.receive_data(data)
-                        continue
-                    if type(event) is h11.Response:
-                        return event
-                    if type(event) is h11.InformationalResponse:
-                        continue  # 100 Continue and friends: the answer follows
-                    raise ProxyError(502, "upstream hung up without answering", kind="bad_gateway")
+            assert conn.wire.transport is not None
+            conn.wire.transport.write(request)
+            while True:
+                data = await conn.wire.read(deadline)
+                if not data and not received and conn.reused:
+                    raise _Stale
+                received = True
+                buffer += data
+                head = read_head(sent, buffer, not data)
+                if head is not None:
+                    return head
+        except Hangup:
+            raise ProxyError(
+                502, "upstream hung up without answering", kind="bad_gateway"
+            ) from None
         except TimeoutError:
             raise ProxyError(
                 504, "upstream timed out: no answer within read_timeout", kind="timeout"
@@ -335,20 +343,18 @@ class Http1Pool:
             raise ProxyError(
                 502, "upstream connection broke before the answer", kind="bad_gateway"
             ) from None
-        except h11.RemoteProtocolError:
+        except Malformed:
             raise ProxyError(
                 502, "upstream answer is not well-formed HTTP/1.1", kind="bad_gateway"
             ) from None
 
-    async def _body(
-        self, conn: _Conn, head: h11.Response, headers: RawHeaders
-    ) -> AsyncIterator[bytes]:
+    async def _body(self, conn: _Conn, head: Head) -> AsyncIterator[bytes]:
         """The body, framed here rather than by h11: one piece per read, however
         many chunks the read completed."""
-        framing = _framing(head, headers)
-        keep_alive = head.http_version == b"1.1" and not _closes(headers)
+        framing = _framing(head)
+        keep_alive = head.version == b"1.1" and not _closes(head.headers)
         conn.framing = framing if keep_alive and framing.reusable else None
-        pending, _ = conn.h11.trailing_data  # body bytes that came with the head
+        pending = head.rest  # body bytes that came with the head
         read = conn.wire.read
         try:
             if pending:
@@ -375,7 +381,6 @@ class Http1Pool:
 
     def _release(self, key: _PoolKey, conn: _Conn, *, drain: bool) -> None:
         if conn.reusable and self._n_idle < self._max_idle and not conn.stale():
-            conn.h11 = h11.Connection(h11.CLIENT)
             conn.reusable = False
             conn.framing = None
             self._idle.setdefault(key, []).append(conn)
@@ -453,33 +458,22 @@ def _connect_error(exc: OSError) -> ProxyError:
     )
 
 
-def _request(
-    conn: _Conn, target: _Target, method: bytes, headers: RawHeaders, body: bytes, *, raw: bool
-) -> bytes:
-    """The whole request, framed by the connection's h11 state machine."""
-    out = [(b"host", target[3]), *headers]
-    if body or method != b"GET":
-        out.append((b"content-length", str(len(body)).encode()))
-    if not raw:
-        # Translated answers are parsed here: ask for them uncompressed.
-        out.append((b"accept-encoding", b"identity"))
-    h = conn.h11
+def _request(sent: Sent) -> bytes:
+    """The whole request (translated answers are parsed here: ``sent`` asks for them
+    uncompressed)."""
     try:
-        head = h.send(h11.Request(method=method, target=target[2], headers=out))
-        data = h.send(h11.Data(data=body)) if body else b""
-        end = h.send(h11.EndOfMessage())
-    except h11.LocalProtocolError as exc:
+        return write_request(sent)
+    except Unsendable as exc:
         raise ProxyError(502, f"cannot send this request upstream ({exc})") from None
-    return (head or b"") + (data or b"") + (end or b"")
 
 
-def _framing(head: h11.Response, headers: RawHeaders) -> Framing:
-    """How the body ends (RFC 9112 §6.3); h11 has already refused heads that mix or
-    garble Content-Length and Transfer-Encoding."""
-    if head.status_code in (204, 304):
+def _framing(head: Head) -> Framing:
+    """How the body ends (RFC 9112 §6.3); heads that mix or garble Content-Length and
+    Transfer-Encoding were refused with the head."""
+    if head.status in (204, 304):
         return Length(0)
     length: bytes | None = None
-    for k, v in headers:
+    for k, v in head.headers:
         if k == b"transfer-encoding":
             return Chunked() if v.strip().lower().endswith(b"chunked") else UntilClose()
         if k == b"content-length":

@@ -9,8 +9,12 @@ read completes as one piece, and costs a ``find`` and a slice per chunk.
 
 from __future__ import annotations
 
+import re
+
 _MAX_LINE = 4096  # a chunk-size line or a trailer line longer than this is an attack
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+# A bare size line (no extension, no blank): how every chunk of a stream starts.
+_BARE_SIZE = re.compile(rb"([0-9a-fA-F]{1,16})\r\n").match
 
 
 class BodyError(Exception):
@@ -97,6 +101,19 @@ class Chunked(Framing):
                 pos += 2
                 self._crlf = False
                 continue
+            if not self._trailers:
+                # Whole chunks in a row, the bulk of a stream's read, in one C match
+                # each; anything else (a cut chunk, the last one, extensions, errors)
+                # takes the general steps around this.
+                while (size_line := _BARE_SIZE(buf, pos)) is not None:
+                    start = size_line.end()
+                    stop = start + int(size_line[1], 16)
+                    if stop == start or not buf.startswith(b"\r\n", stop):
+                        break
+                    out.append(buf[start:stop])
+                    pos = stop + 2
+                if pos >= end:
+                    break
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
                 if end - pos > _MAX_LINE:
