@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 import msgspec
 
@@ -545,46 +545,71 @@ def _messages_out(
     in each user turn the tool_result blocks come first. Also whether a block carries
     ``cache_control`` (``cache_breakpoints.place`` need not look at every block).
 
-    The usual parts (text, a function call, a tool result of one text) are built
-    inline: an agent loop resends every one of them each turn, and a call per part
-    (``_part_out``, which the rest take) was most of this function's time."""
-    turns: list[tuple[bool, list[wire.InputBlock]]] = []  # (is the user's, blocks)
+    One pass, one wire message per turn: the usual parts (text, a function call, a
+    tool result of one text) are built inline, as an agent loop resends every one of
+    them each turn and a call per part (``_part_out``, which the rest take) was most of
+    this function's time; a turn's message is made when it opens and later same-role
+    turns extend its blocks (a user turn that took tool results after other blocks is
+    reordered at the end)."""
+    out: list[wire.InputMessage] = []
     dropped_calls: set[str] = set()
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
-    safe_id = ids.safe_tool_id
+    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    message, decode, safe_id = wire.InputMessage, _json.decode, ids.safe_tool_id
+    turn: wire.InputMessage | None = None  # the open turn, its blocks and role
+    turn_blocks: list[wire.InputBlock] = []
+    turn_user = turn_other = turn_unordered = False
+    unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     for i, m in enumerate(messages):
         assistant = m.role == "assistant"
+        other = late = results = False  # a block not a result; a result after one; a result
         blocks: list[wire.InputBlock] = []
         append = blocks.append
         for j, p in enumerate(m.content):
-            if type(p) is c.Text:
+            if type(p) is text:
                 if p.text:  # Anthropic rejects empty text blocks
                     if p.citations:
                         report.drop("text.citations")
                     if p.cache_control is not None:
                         marked = True
                     append(text_block(text=p.text, cache_control=p.cache_control))
-            elif type(p) is c.ToolCall and assistant and p.kind != "custom":
-                append(
-                    tool_use(
-                        id=safe_id(p.id, "toolu_missing"),
-                        name=p.name,
-                        input=_arguments_out(p.arguments, i, j),
-                    )
-                )
+                    other = True
+            elif type(p) is call and assistant and p.kind != "custom":
+                args = p.arguments
+                value: Any = {}
+                if args:
+                    try:
+                        value = decode(args)
+                    except (msgspec.DecodeError, ValueError):
+                        value = None
+                    if type(value) is not dict:
+                        value = _arguments_out(args, i, j)  # raises the error that names it
+                append(tool_use(id=safe_id(p.id, "toolu_missing"), name=p.name, input=value))
             elif (
-                type(p) is c.ToolResult
+                type(p) is result
                 and not assistant
                 and p.kind != "custom"
                 and p.call_id not in dropped_calls
             ):
                 if p.cache_control is not None:
                     marked = True
+                late, results = late or other, True
+                parts = p.content
+                content: str | list[wire.ToolResultContent] | None
+                if (
+                    len(parts) == 1
+                    and type(only := parts[0]) is text
+                    and only.text
+                    and (only.cache_control is None)
+                ):  # the usual result: one plain text, sent in the short form
+                    content = only.text
+                else:
+                    content = _tool_result_content_out(parts, i, j, report)
                 append(
                     tool_result(
                         tool_use_id=safe_id(p.call_id, "toolu_missing"),
-                        content=_tool_result_content_out(p.content, i, j, report),
+                        content=content,
                         is_error=True if p.is_error else None,
                         cache_control=p.cache_control,
                     )
@@ -593,27 +618,39 @@ def _messages_out(
                 block = _part_out(
                     p, "assistant" if assistant else "user", i, j, report, dropped_calls
                 )
-                if block is not None:
+                if block is not None:  # (never a tool_result)
                     marked = marked or getattr(block, "cache_control", None) is not None
                     append(block)
+                    other = True
         if not blocks:
             continue
         user = not assistant
-        if turns and turns[-1][0] is user:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((user, blocks))
-    out: list[wire.InputMessage] = []
-    for user, blocks in turns:
-        if user and len(blocks) > 1:
-            results = [b for b in blocks if type(b) is tool_result]
-            if results and len(results) != len(blocks):
-                blocks = results + [b for b in blocks if type(b) is not tool_result]
+        if turn is not None and turn_user is user:
+            if type(turn.content) is str:  # it was one plain text: blocks again
+                turn.content = turn_blocks
+            if user and (late or (turn_other and results)) and not turn_unordered:
+                unordered.append(turn)
+                turn_unordered = True
+            turn_blocks.extend(blocks)
+            turn_other = turn_other or other
+            continue
         first = blocks[0]
-        content: str | list[wire.InputBlock] = blocks
-        if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
-            content = first.text  # the short form for a lone plain text block
-        out.append(wire.InputMessage(role="user" if user else "assistant", content=content))
+        turn = message(
+            role="user" if user else "assistant",
+            # the short form for a lone plain text block
+            content=first.text
+            if len(blocks) == 1 and type(first) is text_block and first.cache_control is None
+            else blocks,
+        )
+        out.append(turn)
+        turn_blocks, turn_user, turn_other, turn_unordered = blocks, user, other, user and late
+        if turn_unordered:
+            unordered.append(turn)
+    for turn in unordered:
+        blocks = cast("list[wire.InputBlock]", turn.content)
+        turn.content = [b for b in blocks if type(b) is tool_result] + [
+            b for b in blocks if type(b) is not tool_result
+        ]
     return out, marked
 
 
