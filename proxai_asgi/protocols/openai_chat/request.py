@@ -506,21 +506,29 @@ class _Encoder:
             self.messages.append(w.UserMessage(content=parts))
 
     def assistant(self, m: c.Message) -> None:
+        # The usual turn (texts and calls) allocates only what it uses: the refusal and
+        # reasoning lists are made when one turns up, and one text needs no join.
         texts: list[str] = []
-        refusals: list[str] = []
-        reasoning: list[str] = []
+        refusals: list[str] | None = None
+        reasoning: list[str] | None = None
         calls: list[w.ToolCall] = []
+        text_type, call_type, tool_call, function_call = (
+            c.Text,
+            c.ToolCall,
+            w.ToolCall,
+            w.FunctionCall,
+        )
         for p in m.content:
-            if type(p) is c.Text:
+            if type(p) is text_type:
                 if p.cache_control is not None:
                     self.report.drop("cache_control")
                 if p.citations:
                     self.report.drop("assistant.citations")
                 texts.append(p.text)
-            elif type(p) is c.ToolCall:
+            elif type(p) is call_type:
                 if p.kind == "custom":
                     calls.append(
-                        w.ToolCall(
+                        tool_call(
                             id=p.id,
                             type="custom",
                             custom=w.CustomCall(name=p.name, input=p.arguments),
@@ -528,13 +536,15 @@ class _Encoder:
                     )
                 else:
                     calls.append(
-                        w.ToolCall(
+                        tool_call(
                             id=p.id,
                             type="function",
-                            function=w.FunctionCall(name=p.name, arguments=p.arguments),
+                            function=function_call(name=p.name, arguments=p.arguments),
                         )
                     )
             elif type(p) is c.Refusal:
+                if refusals is None:
+                    refusals = []
                 refusals.append(p.text)
             elif type(p) is c.Reasoning:
                 for opaque in reasoning_carry.OPAQUE:
@@ -542,20 +552,22 @@ class _Encoder:
                         self.report.drop(f"assistant.reasoning.{opaque}")
                 if p.text:
                     if self.options.echo_reasoning_content:
+                        if reasoning is None:
+                            reasoning = []
                         reasoning.append(p.text)
                     else:
                         self.report.drop("assistant.reasoning")
             else:
                 self.report.drop(f"assistant.{type(p).__name__.lower()}")
-        text = "".join(texts)
+        text = texts[0] if len(texts) == 1 else "".join(texts)
         if not (text or refusals or calls or reasoning):
             return
         self.messages.append(
             w.AssistantMessage(
                 content=text or None,
-                refusal="".join(refusals) or None,
+                refusal="".join(refusals) or None if refusals else None,
                 tool_calls=calls or None,
-                reasoning_content="\n\n".join(reasoning) or None,
+                reasoning_content="\n\n".join(reasoning) or None if reasoning else None,
             )
         )
 
@@ -622,13 +634,26 @@ def encode_request(
         system = policy.joined_system(request.system)
         if system is not None:
             enc.messages.append(w.SystemMessage(content=system))
+    result, text, tool_message, out_messages = c.ToolResult, c.Text, w.ToolMessage, enc.messages
     for i, m in enumerate(request.messages):
-        if m.role == "user":
-            enc.user(m, i)
-        elif m.role == "assistant":
+        if m.role == "assistant":
             enc.assistant(m)
+        elif m.role == "user":
+            enc.user(m, i)
         else:
-            enc.tool(m.content, i)
+            parts = m.content
+            if len(parts) == 1:  # the usual tool turn: one result of one text, inline
+                p = parts[0]
+                if (
+                    type(p) is result
+                    and not p.is_error
+                    and p.cache_control is None
+                    and len(p.content) == 1
+                    and type(only := p.content[0]) is text
+                ):
+                    out_messages.append(tool_message(tool_call_id=p.call_id, content=only.text))
+                    continue
+            enc.tool(parts, i)
 
     tools: list[w.ToolDef] = []
     for t in request.tools:

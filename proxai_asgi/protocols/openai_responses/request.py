@@ -760,13 +760,17 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
     """Canonical turns as input items: a turn's text, refusal and media parts gather in
     message items, its calls, results and reasoning become items of their own. Parts
     are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec Struct
-    class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns."""
+    class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns. The
+    usual parts (text, a function call, a result of one text) are built inline: an
+    agent loop resends them all on every turn."""
     items: list[Any] = []
+    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    call_item, output_item = w.FunctionCallItem, w.FunctionCallOutputItem
     for m in messages:
         assistant = m.role == "assistant"
         pending: list[Any] = []
         for p in m.content:
-            if type(p) is c.Text:
+            if type(p) is text:
                 if p.cache_control:
                     report.drop("cache_control")
                 if assistant:
@@ -775,13 +779,30 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
                     pending.append(w.AssistantText(text=p.text))
                 else:
                     pending.append(w.InputText(text=p.text))
-            elif type(p) is c.ToolCall or type(p) is c.ToolResult or type(p) is c.Reasoning:
+            elif type(p) is call or type(p) is result or type(p) is c.Reasoning:
                 if pending:
                     items.append(w.MessageItem(role=_role(assistant), content=pending))
                     pending = []
-                item = _item_out(p, report)
-                if item is not None:
-                    items.append(item)
+                if type(p) is call and p.kind == "function":
+                    fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
+                    items.append(
+                        call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
+                    )
+                elif (
+                    type(p) is result
+                    and p.kind == "function"
+                    and not p.cache_control
+                    and not p.is_error
+                    and len(p.content) == 1
+                    and type(only := p.content[0]) is text
+                ):  # (``_tool_output`` of one text is the text)
+                    items.append(
+                        output_item(call_id=p.call_id, output=only.text, status="completed")
+                    )
+                else:
+                    item = _item_out(p, report)
+                    if item is not None:
+                        items.append(item)
             elif type(p) is c.Refusal:
                 pending.append(
                     w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text)
