@@ -329,21 +329,56 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     system: list[c.Text] = []
     messages: list[c.Message] = []
     kinds: dict[str, c.ToolKind] = {}
+    # The usual messages of an agent loop (an assistant turn of text and function calls,
+    # a tool message of text) are built inline; the rest take ``_assistant`` and
+    # ``_tool_content``. ``tools`` is the open tool turn: consecutive tool messages
+    # (system messages between them aside) share one.
+    tools: list[c.Part] | None = None
+    user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
+    text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
     for i, m in enumerate(req.messages):
-        if type(m) is w.UserMessage:
-            messages.append(c.Message(role="user", content=_user_content(m.content, i)))
-        elif type(m) is w.AssistantMessage:
-            messages.append(_assistant(m, i, kinds, report))
-        elif type(m) is w.ToolMessage:
-            result = c.ToolResult(
+        if type(m) is tool_message:
+            content = m.content
+            r = result(
                 call_id=m.tool_call_id,
-                content=_tool_content(m.content, i),
+                content=([text(text=content)] if content else [])
+                if type(content) is str
+                else _tool_content(content, i),
                 kind=kinds.get(m.tool_call_id, "function"),
             )
-            if messages and messages[-1].role == "tool":
-                messages[-1].content.append(result)
+            if tools is None:
+                tools = [r]
+                messages.append(message(role="tool", content=tools))
             else:
-                messages.append(c.Message(role="tool", content=[result]))
+                tools.append(r)
+            continue  # (a tool message has no name)
+        if type(m) is assistant_message:
+            parts: list[c.Part] | None = None
+            if (
+                type(m.content) is str
+                and m.refusal is None
+                and m.reasoning_content is None
+                and m.reasoning is None
+                and m.function_call is None
+                and m.audio is None
+            ):
+                parts = [text(text=m.content)] if m.content else []
+                for tc in m.tool_calls or ():
+                    f = tc.function
+                    if f is None or (tc.type is not _UNSET and tc.type != "function"):
+                        parts = None  # another kind of call: the general path
+                        break
+                    parts.append(call(id=tc.id, name=f.name, arguments=f.arguments))
+                    kinds[tc.id] = "function"
+            messages.append(
+                message(role="assistant", content=parts)
+                if parts is not None
+                else _assistant(m, i, kinds, report)
+            )
+            tools = None
+        elif type(m) is user_message:
+            messages.append(message(role="user", content=_user_content(m.content, i)))
+            tools = None
         elif type(m) is w.SystemMessage or type(m) is w.DeveloperMessage:
             system.extend(_text_parts(m.content))
         else:
@@ -353,7 +388,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
                 "tool_call_id to reference); use role 'tool' with tool_call_id",
                 f"{path}.role",
             )
-        if getattr(m, "name", None) is not None:
+        if m.name is not None:
             report.drop("messages.name")
 
     include_usage = False
