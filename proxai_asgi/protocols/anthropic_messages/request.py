@@ -40,7 +40,7 @@ from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
-from .response import arguments_json, citations_in, reasoning_from_thinking
+from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, validate
 
 _request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
@@ -127,6 +127,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
     count = len(req.messages)
+    tool_result_block = wire.ToolResultBlock
     for i, m in enumerate(req.messages):
         content = m.content
         if isinstance(content, str):  # the short form: one plain text block
@@ -151,7 +152,25 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         # the API names that one first.
         try:
             if m.role == "user":
-                messages.extend(_user_turn(content, i, report))
+                if len(content) == 1 and type(only := content[0]) is tool_result_block:
+                    # an agent loop's user turn: one tool result (in the short form, inline)
+                    messages.append(
+                        c.Message(
+                            role="tool",
+                            content=[
+                                c.ToolResult(
+                                    call_id=only.tool_use_id,
+                                    content=[c.Text(text=only.content)] if only.content else [],
+                                    is_error=bool(only.is_error),
+                                    cache_control=only.cache_control,
+                                )
+                                if type(only.content) is str
+                                else _tool_result_in(only, i, 0, report)
+                            ],
+                        )
+                    )
+                else:
+                    messages.extend(_user_turn(content, i, report))
             else:
                 messages.append(_assistant_turn(content, i, report))
         except ProxyError:
@@ -348,23 +367,24 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
 
 def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
     parts: list[c.Part] = []
+    append = parts.append
     for j, b in enumerate(blocks):
         if type(b) is wire.TextBlock:
             if not b.text:
                 _empty_text(i, j)
-            parts.append(
+            append(
                 c.Text(text=b.text, cache_control=b.cache_control)
                 if not b.citations
                 else _text_in(b, report)
             )
-        elif type(b) is wire.ToolUseBlock:
-            parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
+        elif type(b) is wire.ToolUseBlock:  # (``response.arguments_json``, inline)
+            append(c.ToolCall(id=b.id, name=b.name, arguments=_encoder.encode(b.input).decode()))
         elif type(b) is wire.ThinkingBlock:
-            parts.append(reasoning_from_thinking(b.thinking, b.signature))
+            append(reasoning_from_thinking(b.thinking, b.signature))
         elif type(b) is wire.RedactedThinkingBlock:
-            parts.append(c.Reasoning(redacted=b.data))
+            append(c.Reasoning(redacted=b.data))
         elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
-            parts.append(_media_in(b, _block_path(i, j), report))
+            append(_media_in(b, _block_path(i, j), report))
         elif type(b) is wire.ToolResultBlock:
             path = _block_path(i, j)
             raise ProxyError.invalid(
