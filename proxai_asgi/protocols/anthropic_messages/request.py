@@ -576,7 +576,7 @@ def _messages_out(
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
     text, call, result = c.Text, c.ToolCall, c.ToolResult
-    message, decode, safe_id = wire.InputMessage, _json.decode, ids.safe_tool_id
+    message, decode, safe_ids = wire.InputMessage, _json.decode, _SAFE_IDS
     turn: wire.InputMessage | None = None  # the open turn, its blocks and role
     turn_blocks: list[wire.InputBlock] = []
     turn_user = turn_other = turn_unordered = False
@@ -586,7 +586,7 @@ def _messages_out(
         other = late = results = False  # a block not a result; a result after one; a result
         blocks: list[wire.InputBlock] = []
         append = blocks.append
-        for j, p in enumerate(m.content):
+        for p in m.content:  # (its position is looked up by the rare paths that need it)
             if type(p) is text:
                 if p.text:  # Anthropic rejects empty text blocks
                     if p.citations:
@@ -604,8 +604,9 @@ def _messages_out(
                     except (msgspec.DecodeError, ValueError):
                         value = None
                     if type(value) is not dict:
-                        value = _arguments_out(args, i, j)  # raises the error that names it
-                append(tool_use(id=safe_id(p.id, "toolu_missing"), name=p.name, input=value))
+                        # raises the error that names it
+                        value = _arguments_out(args, i, _position(m.content, p))
+                append(tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value))
             elif (
                 type(p) is result
                 and not assistant
@@ -625,19 +626,20 @@ def _messages_out(
                 ):  # the usual result: one plain text, sent in the short form
                     content = only.text
                 else:
+                    j = _position(m.content, p)
                     content = _tool_result_content_out(parts, i, j, report)
                 append(
                     tool_result(
-                        tool_use_id=safe_id(p.call_id, "toolu_missing"),
+                        tool_use_id=safe_ids.get(p.call_id) or _safe_id(p.call_id),
                         content=content,
                         is_error=True if p.is_error else None,
                         cache_control=p.cache_control,
                     )
                 )
             else:
-                block = _part_out(
-                    p, "assistant" if assistant else "user", i, j, report, dropped_calls
-                )
+                role = "assistant" if assistant else "user"
+                j = _position(m.content, p)
+                block = _part_out(p, role, i, j, report, dropped_calls)
                 if block is not None:  # (never a tool_result)
                     marked = marked or getattr(block, "cache_control", None) is not None
                     append(block)
@@ -672,6 +674,27 @@ def _messages_out(
             b for b in blocks if type(b) is not tool_result
         ]
     return out, marked
+
+
+# Call ids as Anthropic takes them (``ids.safe_tool_id``), by a dict look-up: an agent
+# loop resends every id twice per turn, and the function call was an eighth of
+# ``_messages_out``. Bounded: cleared when full.
+_SAFE_IDS: dict[str, str] = {}
+_SAFE_IDS_MAX = 4096
+
+
+def _safe_id(call_id: str) -> str:
+    safe = ids.safe_tool_id(call_id, "toolu_missing")
+    if len(_SAFE_IDS) >= _SAFE_IDS_MAX:
+        _SAFE_IDS.clear()
+    _SAFE_IDS[call_id] = safe
+    return safe
+
+
+def _position(items: list[c.Part], item: c.Part) -> int:
+    """``items.index(item)`` by identity (Structs compare equal by value), for the
+    error paths of the usual parts, which are built without counting."""
+    return next(k for k, x in enumerate(items) if x is item)
 
 
 def _part_out(
