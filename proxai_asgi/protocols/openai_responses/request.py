@@ -337,6 +337,7 @@ def _input_messages(
     role: str | None = None
     turn: list[c.Part] = []
     message, call, output = w.MessageItem, w.FunctionCallItem, w.FunctionCallOutputItem
+    assistant_text = w.AssistantText
     tool_call, tool_result, text, new_message = c.ToolCall, c.ToolResult, c.Text, c.Message
     calls: list[str] = []  # every call's id, in order, and every output's
     answered: set[str] = set()
@@ -380,7 +381,11 @@ def _input_messages(
                 if role != "assistant":
                     role, turn = "assistant", []
                     messages.append(new_message(role="assistant", content=turn))
-                turn.extend(_parts(item.content, i))
+                content = item.content
+                if len(content) == 1 and type(only := content[0]) is assistant_text:
+                    turn.append(text(text=only.text))  # the usual one: an output_text
+                else:
+                    turn.extend(_parts(content, i))
             else:  # system, developer
                 system.extend(_system_texts(item.content, i))
         elif type(item) is w.ReasoningItem:
