@@ -354,15 +354,16 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             continue  # (a tool message has no name)
         if type(m) is assistant_message:
             parts: list[c.Part] | None = None
+            said = m.content  # a string, or none beside tool calls
             if (
-                type(m.content) is str
+                (type(said) is str or said is None or said is _UNSET)
                 and m.refusal is None
                 and m.reasoning_content is None
                 and m.reasoning is None
                 and m.function_call is None
                 and m.audio is None
             ):
-                parts = [text(text=m.content)] if m.content else []
+                parts = [text(text=said)] if type(said) is str and said else []
                 for tc in m.tool_calls or ():
                     f = tc.function
                     if f is None or (tc.type is not _UNSET and tc.type != "function"):
