@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, cast
 
 import msgspec
@@ -368,10 +369,10 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
 def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
     parts: list[c.Part] = []
     append = parts.append
-    for j, b in enumerate(blocks):
+    for b in blocks:  # (its position is looked up by the paths that name it)
         if type(b) is wire.TextBlock:
             if not b.text:
-                _empty_text(i, j)
+                _empty_text(i, _position(blocks, b))
             append(
                 c.Text(text=b.text, cache_control=b.cache_control)
                 if not b.citations
@@ -384,9 +385,9 @@ def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationRe
         elif type(b) is wire.RedactedThinkingBlock:
             append(c.Reasoning(redacted=b.data))
         elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
-            append(_media_in(b, _block_path(i, j), report))
+            append(_media_in(b, _block_path(i, _position(blocks, b)), report))
         elif type(b) is wire.ToolResultBlock:
-            path = _block_path(i, j)
+            path = _block_path(i, _position(blocks, b))
             raise ProxyError.invalid(
                 f"{path}.type: tool_result blocks belong in user messages", f"{path}.type"
             )
@@ -691,7 +692,7 @@ def _safe_id(call_id: str) -> str:
     return safe
 
 
-def _position(items: list[c.Part], item: c.Part) -> int:
+def _position(items: Sequence[object], item: object) -> int:
     """``items.index(item)`` by identity (Structs compare equal by value), for the
     error paths of the usual parts, which are built without counting."""
     return next(k for k, x in enumerate(items) if x is item)
