@@ -59,21 +59,24 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
     calls: set[str] = set()
     results: list[c.ToolResult] = []
     media = False
+    call, result, image, file, text = c.ToolCall, c.ToolResult, c.Image, c.File, c.Text
+    add, append = calls.add, results.append
     for m in request.messages:
         for p in m.content:
-            if type(p) is c.ToolCall:
-                calls.add(p.id)
-            elif type(p) is c.ToolResult:
-                results.append(p)
-            elif type(p) is c.Image or type(p) is c.File:
+            if type(p) is text:  # (most parts, and none to check)
+                continue
+            if type(p) is call:
+                add(p.id)
+            elif type(p) is result:
+                append(p)
+            elif type(p) is image or type(p) is file:
                 media = True
     if not media:
-        image, file = c.Image, c.File
         for p in results:  # _check_result inline: it runs once per result of the history
             if not lossy and p.call_id not in calls:
                 _unanswered(p)
             for q in p.content:
-                if type(q) is image or type(q) is file:
+                if type(q) is not text and (type(q) is image or type(q) is file):
                     _check_media(q)
         return
     for m in request.messages:

@@ -30,7 +30,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Literal, NoReturn
+from collections.abc import Sequence
+from typing import Any, Literal, NoReturn, cast
 
 import msgspec
 
@@ -40,7 +41,7 @@ from ...codec import OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
-from .response import arguments_json, citations_in, reasoning_from_thinking
+from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, validate
 
 _request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
@@ -127,6 +128,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
     count = len(req.messages)
+    tool_result_block = wire.ToolResultBlock
     for i, m in enumerate(req.messages):
         content = m.content
         if isinstance(content, str):  # the short form: one plain text block
@@ -151,7 +153,25 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         # the API names that one first.
         try:
             if m.role == "user":
-                messages.extend(_user_turn(content, i, report))
+                if len(content) == 1 and type(only := content[0]) is tool_result_block:
+                    # an agent loop's user turn: one tool result (in the short form, inline)
+                    messages.append(
+                        c.Message(
+                            role="tool",
+                            content=[
+                                c.ToolResult(
+                                    call_id=only.tool_use_id,
+                                    content=[c.Text(text=only.content)] if only.content else [],
+                                    is_error=bool(only.is_error),
+                                    cache_control=only.cache_control,
+                                )
+                                if type(only.content) is str
+                                else _tool_result_in(only, i, 0, report)
+                            ],
+                        )
+                    )
+                else:
+                    messages.extend(_user_turn(content, i, report))
             else:
                 messages.append(_assistant_turn(content, i, report))
         except ProxyError:
@@ -348,25 +368,26 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
 
 def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
     parts: list[c.Part] = []
-    for j, b in enumerate(blocks):
+    append = parts.append
+    for b in blocks:  # (its position is looked up by the paths that name it)
         if type(b) is wire.TextBlock:
             if not b.text:
-                _empty_text(i, j)
-            parts.append(
+                _empty_text(i, _position(blocks, b))
+            append(
                 c.Text(text=b.text, cache_control=b.cache_control)
                 if not b.citations
                 else _text_in(b, report)
             )
-        elif type(b) is wire.ToolUseBlock:
-            parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
+        elif type(b) is wire.ToolUseBlock:  # (``response.arguments_json``, inline)
+            append(c.ToolCall(id=b.id, name=b.name, arguments=_encoder.encode(b.input).decode()))
         elif type(b) is wire.ThinkingBlock:
-            parts.append(reasoning_from_thinking(b.thinking, b.signature))
+            append(reasoning_from_thinking(b.thinking, b.signature))
         elif type(b) is wire.RedactedThinkingBlock:
-            parts.append(c.Reasoning(redacted=b.data))
+            append(c.Reasoning(redacted=b.data))
         elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
-            parts.append(_media_in(b, _block_path(i, j), report))
+            append(_media_in(b, _block_path(i, _position(blocks, b)), report))
         elif type(b) is wire.ToolResultBlock:
-            path = _block_path(i, j)
+            path = _block_path(i, _position(blocks, b))
             raise ProxyError.invalid(
                 f"{path}.type: tool_result blocks belong in user messages", f"{path}.type"
             )
@@ -545,76 +566,136 @@ def _messages_out(
     in each user turn the tool_result blocks come first. Also whether a block carries
     ``cache_control`` (``cache_breakpoints.place`` need not look at every block).
 
-    The usual parts (text, a function call, a tool result of one text) are built
-    inline: an agent loop resends every one of them each turn, and a call per part
-    (``_part_out``, which the rest take) was most of this function's time."""
-    turns: list[tuple[bool, list[wire.InputBlock]]] = []  # (is the user's, blocks)
+    One pass, one wire message per turn: the usual parts (text, a function call, a
+    tool result of one text) are built inline, as an agent loop resends every one of
+    them each turn and a call per part (``_part_out``, which the rest take) was most of
+    this function's time; a turn's message is made when it opens and later same-role
+    turns extend its blocks (a user turn that took tool results after other blocks is
+    reordered at the end)."""
+    out: list[wire.InputMessage] = []
     dropped_calls: set[str] = set()
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
-    safe_id = ids.safe_tool_id
+    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    message, decode, safe_ids = wire.InputMessage, _json.decode, _SAFE_IDS
+    turn: wire.InputMessage | None = None  # the open turn, its blocks and role
+    turn_blocks: list[wire.InputBlock] = []
+    turn_user = turn_other = turn_unordered = False
+    unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     for i, m in enumerate(messages):
         assistant = m.role == "assistant"
+        other = late = results = False  # a block not a result; a result after one; a result
         blocks: list[wire.InputBlock] = []
         append = blocks.append
-        for j, p in enumerate(m.content):
-            if type(p) is c.Text:
+        for p in m.content:  # (its position is looked up by the rare paths that need it)
+            if type(p) is text:
                 if p.text:  # Anthropic rejects empty text blocks
                     if p.citations:
                         report.drop("text.citations")
                     if p.cache_control is not None:
                         marked = True
                     append(text_block(text=p.text, cache_control=p.cache_control))
-            elif type(p) is c.ToolCall and assistant and p.kind != "custom":
-                append(
-                    tool_use(
-                        id=safe_id(p.id, "toolu_missing"),
-                        name=p.name,
-                        input=_arguments_out(p.arguments, i, j),
-                    )
-                )
+                    other = True
+            elif type(p) is call and assistant and p.kind != "custom":
+                args = p.arguments
+                value: Any = {}
+                if args:
+                    try:
+                        value = decode(args)
+                    except (msgspec.DecodeError, ValueError):
+                        value = None
+                    if type(value) is not dict:
+                        # raises the error that names it
+                        value = _arguments_out(args, i, _position(m.content, p))
+                append(tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value))
             elif (
-                type(p) is c.ToolResult
+                type(p) is result
                 and not assistant
                 and p.kind != "custom"
                 and p.call_id not in dropped_calls
             ):
                 if p.cache_control is not None:
                     marked = True
+                late, results = late or other, True
+                parts = p.content
+                content: str | list[wire.ToolResultContent] | None
+                if (
+                    len(parts) == 1
+                    and type(only := parts[0]) is text
+                    and only.text
+                    and (only.cache_control is None)
+                ):  # the usual result: one plain text, sent in the short form
+                    content = only.text
+                else:
+                    j = _position(m.content, p)
+                    content = _tool_result_content_out(parts, i, j, report)
                 append(
                     tool_result(
-                        tool_use_id=safe_id(p.call_id, "toolu_missing"),
-                        content=_tool_result_content_out(p.content, i, j, report),
+                        tool_use_id=safe_ids.get(p.call_id) or _safe_id(p.call_id),
+                        content=content,
                         is_error=True if p.is_error else None,
                         cache_control=p.cache_control,
                     )
                 )
             else:
-                block = _part_out(
-                    p, "assistant" if assistant else "user", i, j, report, dropped_calls
-                )
-                if block is not None:
+                role = "assistant" if assistant else "user"
+                j = _position(m.content, p)
+                block = _part_out(p, role, i, j, report, dropped_calls)
+                if block is not None:  # (never a tool_result)
                     marked = marked or getattr(block, "cache_control", None) is not None
                     append(block)
+                    other = True
         if not blocks:
             continue
         user = not assistant
-        if turns and turns[-1][0] is user:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((user, blocks))
-    out: list[wire.InputMessage] = []
-    for user, blocks in turns:
-        if user and len(blocks) > 1:
-            results = [b for b in blocks if type(b) is tool_result]
-            if results and len(results) != len(blocks):
-                blocks = results + [b for b in blocks if type(b) is not tool_result]
+        if turn is not None and turn_user is user:
+            if type(turn.content) is str:  # it was one plain text: blocks again
+                turn.content = turn_blocks
+            if user and (late or (turn_other and results)) and not turn_unordered:
+                unordered.append(turn)
+                turn_unordered = True
+            turn_blocks.extend(blocks)
+            turn_other = turn_other or other
+            continue
         first = blocks[0]
-        content: str | list[wire.InputBlock] = blocks
-        if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
-            content = first.text  # the short form for a lone plain text block
-        out.append(wire.InputMessage(role="user" if user else "assistant", content=content))
+        turn = message(
+            role="user" if user else "assistant",
+            # the short form for a lone plain text block
+            content=first.text
+            if len(blocks) == 1 and type(first) is text_block and first.cache_control is None
+            else blocks,
+        )
+        out.append(turn)
+        turn_blocks, turn_user, turn_other, turn_unordered = blocks, user, other, user and late
+        if turn_unordered:
+            unordered.append(turn)
+    for turn in unordered:
+        blocks = cast("list[wire.InputBlock]", turn.content)
+        turn.content = [b for b in blocks if type(b) is tool_result] + [
+            b for b in blocks if type(b) is not tool_result
+        ]
     return out, marked
+
+
+# Call ids as Anthropic takes them (``ids.safe_tool_id``), by a dict look-up: an agent
+# loop resends every id twice per turn, and the function call was an eighth of
+# ``_messages_out``. Bounded: cleared when full.
+_SAFE_IDS: dict[str, str] = {}
+_SAFE_IDS_MAX = 4096
+
+
+def _safe_id(call_id: str) -> str:
+    safe = ids.safe_tool_id(call_id, "toolu_missing")
+    if len(_SAFE_IDS) >= _SAFE_IDS_MAX:
+        _SAFE_IDS.clear()
+    _SAFE_IDS[call_id] = safe
+    return safe
+
+
+def _position(items: Sequence[object], item: object) -> int:
+    """``items.index(item)`` by identity (Structs compare equal by value), for the
+    error paths of the usual parts, which are built without counting."""
+    return next(k for k, x in enumerate(items) if x is item)
 
 
 def _part_out(

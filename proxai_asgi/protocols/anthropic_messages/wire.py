@@ -259,13 +259,13 @@ class TypeOnly(msgspec.Struct):
 # ------------------------------------------------------------------ request
 
 
-class InputMessage(msgspec.Struct, kw_only=True):
+class InputMessage(msgspec.Struct, kw_only=True, gc=False):
     # "system" inside messages is a Claude Code beta; hoisted into ``system``.
     role: Literal["user", "assistant", "system"]
     content: str | list[InputBlock]
 
 
-class ToolParam(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolParam(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A client-defined ("custom") tool. Typed server tools stay raw dicts."""
 
     name: str
@@ -276,19 +276,19 @@ class ToolParam(msgspec.Struct, kw_only=True, omit_defaults=True):
     type: str | None = None
 
 
-class ToolChoice(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolChoice(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     type: Literal["auto", "any", "none", "tool"]
     name: str | None = None
     disable_parallel_tool_use: bool | None = None
 
 
-class ThinkingConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ThinkingConfig(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     type: Literal["enabled", "disabled", "adaptive", "between_tools"]
     budget_tokens: int | None = None
     display: str | None = None
 
 
-class JsonSchemaFormat(msgspec.Struct, kw_only=True):
+class JsonSchemaFormat(msgspec.Struct, kw_only=True, gc=False):
     type: Literal["json_schema"]
     schema: dict[str, Any]
 
@@ -296,16 +296,16 @@ class JsonSchemaFormat(msgspec.Struct, kw_only=True):
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
-class OutputConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
+class OutputConfig(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     effort: Effort | None = None
     format: JsonSchemaFormat | None = None
 
 
-class Metadata(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Metadata(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     user_id: str | None = None
 
 
-class MessagesRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MessagesRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The request body. Decoded from clients; encoded toward upstreams (``tools`` then
     holds ``ToolParam`` structs and raw typed-tool dicts, which encode alike)."""
 

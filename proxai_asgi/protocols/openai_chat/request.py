@@ -329,21 +329,57 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     system: list[c.Text] = []
     messages: list[c.Message] = []
     kinds: dict[str, c.ToolKind] = {}
+    # The usual messages of an agent loop (an assistant turn of text and function calls,
+    # a tool message of text) are built inline; the rest take ``_assistant`` and
+    # ``_tool_content``. ``tools`` is the open tool turn: consecutive tool messages
+    # (system messages between them aside) share one.
+    tools: list[c.Part] | None = None
+    user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
+    text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
     for i, m in enumerate(req.messages):
-        if type(m) is w.UserMessage:
-            messages.append(c.Message(role="user", content=_user_content(m.content, i)))
-        elif type(m) is w.AssistantMessage:
-            messages.append(_assistant(m, i, kinds, report))
-        elif type(m) is w.ToolMessage:
-            result = c.ToolResult(
+        if type(m) is tool_message:
+            content = m.content
+            r = result(
                 call_id=m.tool_call_id,
-                content=_tool_content(m.content, i),
+                content=([text(text=content)] if content else [])
+                if type(content) is str
+                else _tool_content(content, i),
                 kind=kinds.get(m.tool_call_id, "function"),
             )
-            if messages and messages[-1].role == "tool":
-                messages[-1].content.append(result)
+            if tools is None:
+                tools = [r]
+                messages.append(message(role="tool", content=tools))
             else:
-                messages.append(c.Message(role="tool", content=[result]))
+                tools.append(r)
+            continue  # (a tool message has no name)
+        if type(m) is assistant_message:
+            parts: list[c.Part] | None = None
+            said = m.content  # a string, or none beside tool calls
+            if (
+                (type(said) is str or said is None or said is _UNSET)
+                and m.refusal is None
+                and m.reasoning_content is None
+                and m.reasoning is None
+                and m.function_call is None
+                and m.audio is None
+            ):
+                parts = [text(text=said)] if type(said) is str and said else []
+                for tc in m.tool_calls or ():
+                    f = tc.function
+                    if f is None or (tc.type is not _UNSET and tc.type != "function"):
+                        parts = None  # another kind of call: the general path
+                        break
+                    parts.append(call(id=tc.id, name=f.name, arguments=f.arguments))
+                    kinds[tc.id] = "function"
+            messages.append(
+                message(role="assistant", content=parts)
+                if parts is not None
+                else _assistant(m, i, kinds, report)
+            )
+            tools = None
+        elif type(m) is user_message:
+            messages.append(message(role="user", content=_user_content(m.content, i)))
+            tools = None
         elif type(m) is w.SystemMessage or type(m) is w.DeveloperMessage:
             system.extend(_text_parts(m.content))
         else:
@@ -353,7 +389,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
                 "tool_call_id to reference); use role 'tool' with tool_call_id",
                 f"{path}.role",
             )
-        if getattr(m, "name", None) is not None:
+        if m.name is not None:
             report.drop("messages.name")
 
     include_usage = False
@@ -506,21 +542,29 @@ class _Encoder:
             self.messages.append(w.UserMessage(content=parts))
 
     def assistant(self, m: c.Message) -> None:
+        # The usual turn (texts and calls) allocates only what it uses: the refusal and
+        # reasoning lists are made when one turns up, and one text needs no join.
         texts: list[str] = []
-        refusals: list[str] = []
-        reasoning: list[str] = []
+        refusals: list[str] | None = None
+        reasoning: list[str] | None = None
         calls: list[w.ToolCall] = []
+        text_type, call_type, tool_call, function_call = (
+            c.Text,
+            c.ToolCall,
+            w.ToolCall,
+            w.FunctionCall,
+        )
         for p in m.content:
-            if type(p) is c.Text:
+            if type(p) is text_type:
                 if p.cache_control is not None:
                     self.report.drop("cache_control")
                 if p.citations:
                     self.report.drop("assistant.citations")
                 texts.append(p.text)
-            elif type(p) is c.ToolCall:
+            elif type(p) is call_type:
                 if p.kind == "custom":
                     calls.append(
-                        w.ToolCall(
+                        tool_call(
                             id=p.id,
                             type="custom",
                             custom=w.CustomCall(name=p.name, input=p.arguments),
@@ -528,13 +572,15 @@ class _Encoder:
                     )
                 else:
                     calls.append(
-                        w.ToolCall(
+                        tool_call(
                             id=p.id,
                             type="function",
-                            function=w.FunctionCall(name=p.name, arguments=p.arguments),
+                            function=function_call(name=p.name, arguments=p.arguments),
                         )
                     )
             elif type(p) is c.Refusal:
+                if refusals is None:
+                    refusals = []
                 refusals.append(p.text)
             elif type(p) is c.Reasoning:
                 for opaque in reasoning_carry.OPAQUE:
@@ -542,20 +588,22 @@ class _Encoder:
                         self.report.drop(f"assistant.reasoning.{opaque}")
                 if p.text:
                     if self.options.echo_reasoning_content:
+                        if reasoning is None:
+                            reasoning = []
                         reasoning.append(p.text)
                     else:
                         self.report.drop("assistant.reasoning")
             else:
                 self.report.drop(f"assistant.{type(p).__name__.lower()}")
-        text = "".join(texts)
+        text = texts[0] if len(texts) == 1 else "".join(texts)
         if not (text or refusals or calls or reasoning):
             return
         self.messages.append(
             w.AssistantMessage(
                 content=text or None,
-                refusal="".join(refusals) or None,
+                refusal="".join(refusals) or None if refusals else None,
                 tool_calls=calls or None,
-                reasoning_content="\n\n".join(reasoning) or None,
+                reasoning_content="\n\n".join(reasoning) or None if reasoning else None,
             )
         )
 
@@ -622,13 +670,26 @@ def encode_request(
         system = policy.joined_system(request.system)
         if system is not None:
             enc.messages.append(w.SystemMessage(content=system))
+    result, text, tool_message, out_messages = c.ToolResult, c.Text, w.ToolMessage, enc.messages
     for i, m in enumerate(request.messages):
-        if m.role == "user":
-            enc.user(m, i)
-        elif m.role == "assistant":
+        if m.role == "assistant":
             enc.assistant(m)
+        elif m.role == "user":
+            enc.user(m, i)
         else:
-            enc.tool(m.content, i)
+            parts = m.content
+            if len(parts) == 1:  # the usual tool turn: one result of one text, inline
+                p = parts[0]
+                if (
+                    type(p) is result
+                    and not p.is_error
+                    and p.cache_control is None
+                    and len(p.content) == 1
+                    and type(only := p.content[0]) is text
+                ):
+                    out_messages.append(tool_message(tool_call_id=p.call_id, content=only.text))
+                    continue
+            enc.tool(parts, i)
 
     tools: list[w.ToolDef] = []
     for t in request.tools:

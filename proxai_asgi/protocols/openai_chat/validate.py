@@ -97,32 +97,22 @@ def check(req: w.ChatRequest) -> None:
 def _check_messages(messages: list[w.Message]) -> None:
     conversation = False
     pending: dict[str, int] = {}  # tool call ids awaiting their tool message -> position
+    tool, user, assistant = w.ToolMessage, w.UserMessage, w.AssistantMessage
     for i, m in enumerate(messages):
-        if type(m) is w.ToolMessage:  # type(), not isinstance: see request.py
+        if type(m) is tool:  # type(), not isinstance: see request.py
             conversation = True  # (a result answering nothing is reported by checks.py)
-            pending.pop(m.tool_call_id, None)
+            if pending:
+                pending.pop(m.tool_call_id, None)
             continue
         if pending:
             _unanswered(pending)
-        if type(m) is w.UserMessage:
+        if type(m) is assistant:
             conversation = True
-            if _empty(m.content):
-                raise _invalid(
-                    f"Invalid 'messages[{i}].content': a user message must not be empty.",
-                    f"messages[{i}].content",
-                )
-            if isinstance(m.content, list):
-                for j, part in enumerate(m.content):
-                    if type(part) is w.ImagePart:
-                        check_image_url(part.image_url.url, f"messages[{i}].content[{j}]")
-        elif type(m) is w.AssistantMessage:
-            conversation = True
-            a = m
-            if a.tool_calls:
-                for call in a.tool_calls:
+            if m.tool_calls:
+                for call in m.tool_calls:
                     pending[call.id] = i
-            elif (a.content is None or a.content is UNSET) and not (
-                a.refusal or a.function_call or a.audio
+            elif (m.content is None or m.content is UNSET) and not (
+                m.refusal or m.function_call or m.audio
             ):
                 # (``content: ""`` is accepted: real clients send it after a tool turn)
                 raise _invalid(
@@ -130,6 +120,17 @@ def _check_messages(messages: list[w.Message]) -> None:
                     "or 'tool_calls'.",
                     f"messages[{i}]",
                 )
+        elif type(m) is user:
+            conversation = True
+            if _empty(m.content):
+                raise _invalid(
+                    f"Invalid 'messages[{i}].content': a user message must not be empty.",
+                    f"messages[{i}].content",
+                )
+            if type(m.content) is list:
+                for j, part in enumerate(m.content):
+                    if type(part) is w.ImagePart:
+                        check_image_url(part.image_url.url, f"messages[{i}].content[{j}]")
     if pending:
         _unanswered(pending)
     if not conversation:

@@ -19,37 +19,37 @@ from msgspec import UNSET, UnsetType
 # =========================================================================== request
 
 
-class TextPart(msgspec.Struct, tag="text", kw_only=True, omit_defaults=True):
+class TextPart(msgspec.Struct, tag="text", kw_only=True, omit_defaults=True, gc=False):
     text: str
     cache_control: dict[str, Any] | None = None  # OpenRouter-style clients send it
 
 
-class ImageURL(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ImageURL(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     url: str
     detail: str | None = None
 
 
-class ImagePart(msgspec.Struct, tag="image_url", kw_only=True, omit_defaults=True):
+class ImagePart(msgspec.Struct, tag="image_url", kw_only=True, omit_defaults=True, gc=False):
     image_url: ImageURL
     cache_control: dict[str, Any] | None = None
 
 
-class InputAudioPart(msgspec.Struct, tag="input_audio", kw_only=True, omit_defaults=True):
+class InputAudioPart(msgspec.Struct, tag="input_audio", kw_only=True, omit_defaults=True, gc=False):
     input_audio: Any = None  # decoded only to be rejected with its path
 
 
-class FileRef(msgspec.Struct, kw_only=True, omit_defaults=True):
+class FileRef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     file_data: str | None = None
     file_id: str | None = None
     filename: str | None = None
 
 
-class FilePart(msgspec.Struct, tag="file", kw_only=True, omit_defaults=True):
+class FilePart(msgspec.Struct, tag="file", kw_only=True, omit_defaults=True, gc=False):
     file: FileRef
     cache_control: dict[str, Any] | None = None
 
 
-class RefusalPart(msgspec.Struct, tag="refusal", kw_only=True, omit_defaults=True):
+class RefusalPart(msgspec.Struct, tag="refusal", kw_only=True, omit_defaults=True, gc=False):
     refusal: str
 
 
@@ -58,17 +58,17 @@ AssistantPart = TextPart | RefusalPart
 ToolPart = TextPart | ImagePart | FilePart
 
 
-class FunctionCall(msgspec.Struct, kw_only=True):
+class FunctionCall(msgspec.Struct, kw_only=True, gc=False):
     name: str
     arguments: str = ""
 
 
-class CustomCall(msgspec.Struct, kw_only=True):
+class CustomCall(msgspec.Struct, kw_only=True, gc=False):
     name: str
     input: str = ""
 
 
-class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     id: str
     type: str | UnsetType = UNSET  # absent: "function"
     function: FunctionCall | None = None
@@ -76,26 +76,28 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class SystemMessage(
-    msgspec.Struct, tag="system", tag_field="role", kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="system", tag_field="role", kw_only=True, omit_defaults=True, gc=False
 ):
     content: str | list[TextPart]
     name: str | None = None
 
 
 class DeveloperMessage(
-    msgspec.Struct, tag="developer", tag_field="role", kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="developer", tag_field="role", kw_only=True, omit_defaults=True, gc=False
 ):
     content: str | list[TextPart]
     name: str | None = None
 
 
-class UserMessage(msgspec.Struct, tag="user", tag_field="role", kw_only=True, omit_defaults=True):
+class UserMessage(
+    msgspec.Struct, tag="user", tag_field="role", kw_only=True, omit_defaults=True, gc=False
+):
     content: str | list[UserPart]
     name: str | None = None
 
 
 class AssistantMessage(
-    msgspec.Struct, tag="assistant", tag_field="role", kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="assistant", tag_field="role", kw_only=True, omit_defaults=True, gc=False
 ):
     content: str | list[AssistantPart] | UnsetType | None = UNSET
     refusal: str | None = None
@@ -107,13 +109,15 @@ class AssistantMessage(
     name: str | None = None
 
 
-class ToolMessage(msgspec.Struct, tag="tool", tag_field="role", kw_only=True, omit_defaults=True):
+class ToolMessage(
+    msgspec.Struct, tag="tool", tag_field="role", kw_only=True, omit_defaults=True, gc=False
+):
     tool_call_id: str
     content: str | list[ToolPart]
 
 
 class FunctionMessage(
-    msgspec.Struct, tag="function", tag_field="role", kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="function", tag_field="role", kw_only=True, omit_defaults=True, gc=False
 ):
     content: Any = None  # legacy: rejected
     name: Any = None
@@ -129,54 +133,54 @@ Message = (
 )
 
 
-class FunctionDef(msgspec.Struct, kw_only=True, omit_defaults=True):
+class FunctionDef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
 
 
-class CustomDef(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CustomDef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     name: str
     description: str | None = None
     format: dict[str, Any] | None = None
 
 
-class ToolDef(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolDef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     type: str | UnsetType = UNSET  # absent: "function"
     function: FunctionDef | None = None
     custom: CustomDef | None = None
 
 
-class NamedRef(msgspec.Struct, kw_only=True):
+class NamedRef(msgspec.Struct, kw_only=True, gc=False):
     name: str
 
 
-class AllowedTools(msgspec.Struct, kw_only=True):
+class AllowedTools(msgspec.Struct, kw_only=True, gc=False):
     mode: str = "auto"
     tools: list[Any] = msgspec.field(default_factory=list)
 
 
-class ToolChoiceObject(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolChoiceObject(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     type: str
     function: NamedRef | None = None
     custom: NamedRef | None = None
     allowed_tools: AllowedTools | None = None
 
 
-class JSONSchemaFormat(msgspec.Struct, kw_only=True, omit_defaults=True):
+class JSONSchemaFormat(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     name: str | None = None
     schema: dict[str, Any] | None = None
     strict: bool | None = None
     description: str | None = None
 
 
-class ResponseFormat(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResponseFormat(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     type: str
     json_schema: JSONSchemaFormat | None = None
 
 
-class ChatRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ChatRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     model: str
     messages: list[Message]
     tools: list[ToolDef] | None = None

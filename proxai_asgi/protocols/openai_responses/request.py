@@ -332,6 +332,15 @@ def _input_messages(
     if isinstance(input, str):
         return [c.Message(role="user", content=[c.Text(text=input)])]
     messages: list[c.Message] = []
+    # The open turn (see ``_turn``), kept in locals: consecutive assistant items
+    # (message, reasoning, calls) form one turn, consecutive tool outputs one tool turn.
+    role: str | None = None
+    turn: list[c.Part] = []
+    message, call, output = w.MessageItem, w.FunctionCallItem, w.FunctionCallOutputItem
+    assistant_text = w.AssistantText
+    tool_call, tool_result, text, new_message = c.ToolCall, c.ToolResult, c.Text, c.Message
+    calls: list[str] = []  # every call's id, in order, and every output's
+    answered: set[str] = set()
     for i, raw in enumerate(input):
         # Items come typed from the one-parse decoder, raw from the general path.
         item = _decode_item(raw, i, report) if type(raw) is Raw else raw
@@ -339,28 +348,54 @@ def _input_messages(
             continue
         # Dispatched on ``type(item)``: a failed ``isinstance`` against a msgspec Struct
         # class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
-        if type(item) is w.MessageItem:
-            if item.role in ("system", "developer"):
-                system.extend(_system_texts(item.content, i))
-            elif item.role == "user":
-                _user_parts_only(item.content, i)
-                messages.append(c.Message(role="user", content=_parts(item.content, i)))
-            else:
-                _turn(messages, "assistant").extend(_parts(item.content, i))
-        elif type(item) is w.FunctionCallItem:
-            _turn(messages, "assistant").append(
-                c.ToolCall(
+        if type(item) is call:
+            if role != "assistant":
+                role, turn = "assistant", []
+                messages.append(new_message(role="assistant", content=turn))
+            turn.append(
+                tool_call(
                     id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
                 )
             )
-        elif type(item) is w.FunctionCallOutputItem:
-            _turn(messages, "tool").append(
-                c.ToolResult(call_id=item.call_id, content=_output(item.output, i))
+            calls.append(item.call_id)
+        elif type(item) is output:
+            if role != "tool":
+                role, turn = "tool", []
+                messages.append(new_message(role="tool", content=turn))
+            out = item.output
+            answered.add(item.call_id)
+            turn.append(
+                tool_result(
+                    call_id=item.call_id,
+                    content=([text(text=out)] if out else [])
+                    if type(out) is str
+                    else _parts(out, i, "output"),
+                )
             )
+        elif type(item) is message:
+            if item.role == "user":
+                _user_parts_only(item.content, i)
+                role, turn = "user", _parts(item.content, i)
+                messages.append(new_message(role="user", content=turn))
+            elif item.role == "assistant":
+                if role != "assistant":
+                    role, turn = "assistant", []
+                    messages.append(new_message(role="assistant", content=turn))
+                content = item.content
+                if len(content) == 1 and type(only := content[0]) is assistant_text:
+                    turn.append(text(text=only.text))  # the usual one: an output_text
+                else:
+                    turn.extend(_parts(content, i))
+            else:  # system, developer
+                system.extend(_system_texts(item.content, i))
         elif type(item) is w.ReasoningItem:
-            _turn(messages, "assistant").append(_reasoning_in(item))
+            turn = _turn(messages, "assistant")
+            role = "assistant"
+            turn.append(_reasoning_in(item))
         elif type(item) is w.CustomToolCallItem:
-            _turn(messages, "assistant").append(
+            turn = _turn(messages, "assistant")
+            role = "assistant"
+            turn.append(
                 c.ToolCall(
                     id=item.call_id,
                     name=item.name,
@@ -369,8 +404,12 @@ def _input_messages(
                     item_id=item.id,
                 )
             )
+            calls.append(item.call_id)
         elif type(item) is w.CustomToolCallOutputItem:
-            _turn(messages, "tool").append(
+            turn = _turn(messages, "tool")
+            role = "tool"
+            answered.add(item.call_id)
+            turn.append(
                 c.ToolResult(call_id=item.call_id, content=_output(item.output, i), kind="custom")
             )
         else:
@@ -379,7 +418,11 @@ def _input_messages(
                 f"input[{i}]", "item_reference needs server-side state; send the item itself"
             )
     if not report.lossy:  # (lossy: the outputs may live in state the client refers to)
-        _every_call_answered(messages)
+        for call_id in calls:  # the API rejects a call whose output is not in the input
+            if call_id not in answered:
+                raise ProxyError.invalid(
+                    f"No tool output found for function call {call_id}.", param="input"
+                )
     return messages
 
 
@@ -398,25 +441,6 @@ def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
                 "'input_image', and 'input_file'.",
                 param=f"input[{i}].content[{j}]",
             )
-
-
-def _every_call_answered(messages: list[c.Message]) -> None:
-    """The API rejects a function call whose output is not in the input."""
-    answered = {
-        p.call_id
-        for m in messages
-        if m.role == "tool"
-        for p in m.content
-        if type(p) is c.ToolResult
-    }
-    for m in messages:
-        if m.role != "assistant":
-            continue
-        for p in m.content:
-            if type(p) is c.ToolCall and p.id not in answered:
-                raise ProxyError.invalid(
-                    f"No tool output found for function call {p.id}.", param="input"
-                )
 
 
 def _decode_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | None:
@@ -741,13 +765,17 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
     """Canonical turns as input items: a turn's text, refusal and media parts gather in
     message items, its calls, results and reasoning become items of their own. Parts
     are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec Struct
-    class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns."""
+    class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns. The
+    usual parts (text, a function call, a result of one text) are built inline: an
+    agent loop resends them all on every turn."""
     items: list[Any] = []
+    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    call_item, output_item = w.FunctionCallItem, w.FunctionCallOutputItem
     for m in messages:
         assistant = m.role == "assistant"
         pending: list[Any] = []
         for p in m.content:
-            if type(p) is c.Text:
+            if type(p) is text:
                 if p.cache_control:
                     report.drop("cache_control")
                 if assistant:
@@ -756,13 +784,30 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
                     pending.append(w.AssistantText(text=p.text))
                 else:
                     pending.append(w.InputText(text=p.text))
-            elif type(p) is c.ToolCall or type(p) is c.ToolResult or type(p) is c.Reasoning:
+            elif type(p) is call or type(p) is result or type(p) is c.Reasoning:
                 if pending:
                     items.append(w.MessageItem(role=_role(assistant), content=pending))
                     pending = []
-                item = _item_out(p, report)
-                if item is not None:
-                    items.append(item)
+                if type(p) is call and p.kind == "function":
+                    fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
+                    items.append(
+                        call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
+                    )
+                elif (
+                    type(p) is result
+                    and p.kind == "function"
+                    and not p.cache_control
+                    and not p.is_error
+                    and len(p.content) == 1
+                    and type(only := p.content[0]) is text
+                ):  # (``_tool_output`` of one text is the text)
+                    items.append(
+                        output_item(call_id=p.call_id, output=only.text, status="completed")
+                    )
+                else:
+                    item = _item_out(p, report)
+                    if item is not None:
+                        items.append(item)
             elif type(p) is c.Refusal:
                 pending.append(
                     w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text)

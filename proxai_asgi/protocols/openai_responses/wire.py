@@ -31,35 +31,35 @@ class _TaggedOmit(Struct, tag_field="type", kw_only=True, omit_defaults=True):
 # ============================================================== request: content parts
 
 
-class InputText(_Tagged, tag="input_text"):
+class InputText(_Tagged, tag="input_text", gc=False):
     text: str
 
 
-class AssistantText(_Tagged, tag="output_text"):
+class AssistantText(_Tagged, tag="output_text", gc=False):
     """``output_text`` in replayed assistant history (annotations kept raw, ignored)."""
 
     text: str
     annotations: list[Any] = field(default_factory=list)
 
 
-class RefusalPart(_Tagged, tag="refusal"):
+class RefusalPart(_Tagged, tag="refusal", gc=False):
     refusal: str
 
 
-class InputImage(_TaggedOmit, tag="input_image"):
+class InputImage(_TaggedOmit, tag="input_image", gc=False):
     image_url: str | None = None
     file_id: str | None = None
     detail: str | None = None
 
 
-class InputFile(_TaggedOmit, tag="input_file"):
+class InputFile(_TaggedOmit, tag="input_file", gc=False):
     file_data: str | None = None
     file_url: str | None = None
     file_id: str | None = None
     filename: str | None = None
 
 
-class InputAudio(_TaggedOmit, tag="input_audio"):
+class InputAudio(_TaggedOmit, tag="input_audio", gc=False):
     input_audio: Any = None
 
 
@@ -77,7 +77,7 @@ class ReasoningText(_Tagged, tag="reasoning_text"):
 # ================================================================ request: input items
 
 
-class MessageItem(_TaggedOmit, tag="message"):
+class MessageItem(_TaggedOmit, tag="message", gc=False):
     """A message item; clients may leave ``type`` out (the "easy" input message)."""
 
     role: Literal["user", "assistant", "system", "developer"]
@@ -86,7 +86,7 @@ class MessageItem(_TaggedOmit, tag="message"):
     status: str | None = None
 
 
-class FunctionCallItem(_TaggedOmit, tag="function_call"):
+class FunctionCallItem(_TaggedOmit, tag="function_call", gc=False):
     call_id: str
     name: str
     arguments: str
@@ -94,27 +94,27 @@ class FunctionCallItem(_TaggedOmit, tag="function_call"):
     status: str | None = None
 
 
-class FunctionCallOutputItem(_TaggedOmit, tag="function_call_output"):
+class FunctionCallOutputItem(_TaggedOmit, tag="function_call_output", gc=False):
     call_id: str
     output: str | list[InputContent]
     id: str | None = None
     status: str | None = None
 
 
-class CustomToolCallItem(_TaggedOmit, tag="custom_tool_call"):
+class CustomToolCallItem(_TaggedOmit, tag="custom_tool_call", gc=False):
     call_id: str
     name: str
     input: str
     id: str | None = None
 
 
-class CustomToolCallOutputItem(_TaggedOmit, tag="custom_tool_call_output"):
+class CustomToolCallOutputItem(_TaggedOmit, tag="custom_tool_call_output", gc=False):
     call_id: str
     output: str | list[InputContent]
     id: str | None = None
 
 
-class ReasoningItem(_TaggedOmit, tag="reasoning"):
+class ReasoningItem(_TaggedOmit, tag="reasoning", gc=False):
     summary: list[SummaryText]
     id: str | None = None
     content: list[ReasoningText] | None = None
@@ -122,7 +122,7 @@ class ReasoningItem(_TaggedOmit, tag="reasoning"):
     status: str | None = None
 
 
-class ItemReference(_TaggedOmit, tag="item_reference"):
+class ItemReference(_TaggedOmit, tag="item_reference", gc=False):
     id: str
 
 
@@ -148,14 +148,14 @@ class ItemHead(Struct):
 # ======================================================================= request: tools
 
 
-class FunctionTool(_TaggedOmit, tag="function"):
+class FunctionTool(_TaggedOmit, tag="function", gc=False):
     name: str
     parameters: dict[str, Any] | None = None
     description: str | None = None
     strict: bool | None = None
 
 
-class CustomTool(_TaggedOmit, tag="custom"):
+class CustomTool(_TaggedOmit, tag="custom", gc=False):
     name: str
     description: str | None = None
     format: dict[str, Any] | None = None
@@ -165,7 +165,7 @@ class ToolHead(Struct):
     type: str
 
 
-class ToolChoiceParam(Struct, kw_only=True):
+class ToolChoiceParam(Struct, kw_only=True, gc=False):
     """Object form of ``tool_choice`` (function / custom / allowed_tools / hosted)."""
 
     type: str
@@ -173,7 +173,7 @@ class ToolChoiceParam(Struct, kw_only=True):
     mode: str | None = None
 
 
-class NamedToolChoice(Struct, kw_only=True):
+class NamedToolChoice(Struct, kw_only=True, gc=False):
     type: str
     name: str
 
@@ -200,7 +200,7 @@ class ReasoningParam(Struct, kw_only=True, omit_defaults=True):
     generate_summary: str | None = None
 
 
-class CreateRequest(Struct, kw_only=True):
+class CreateRequest(Struct, kw_only=True, gc=False):
     """A client's ``POST /v1/responses`` body (fields we translate; see request.py for
     the ones we accept and drop)."""
 
@@ -250,7 +250,7 @@ class TypedClientCreateRequest(ClientCreateRequest, kw_only=True, forbid_unknown
     input: str | list[InputItem] | None = None  # type: ignore[assignment]
 
 
-class UpstreamRequest(Struct, kw_only=True, omit_defaults=True):
+class UpstreamRequest(Struct, kw_only=True, omit_defaults=True, gc=False):
     """The body we send to a Responses upstream. ``store`` has no default so it is
     always sent (translation is stateless: ``store: false``)."""
 

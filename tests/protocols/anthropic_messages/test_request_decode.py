@@ -695,6 +695,18 @@ _BAD_IMAGE = {
             [{"type": "text", "text": "x"}, _BAD_IMAGE],
             "messages[0].content[1].source.media_type",
         ),
+        # an assistant turn's blocks are not counted: the error looks its position up
+        ("assistant", [{"type": "text", "text": "x"}, _TOOL_RESULT], "messages[1].content[1].type"),
+        (
+            "assistant",
+            [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}, _BAD_IMAGE],
+            "messages[1].content[2].source.media_type",
+        ),
+        (
+            "assistant",
+            [{"type": "text", "text": "x"}, {"type": "text", "text": ""}],
+            "messages[1].content[1].text",
+        ),
     ],
 )
 def test_an_empty_text_block_is_the_error_named_first(

@@ -169,6 +169,36 @@ def test_tool_ids_are_made_safe_for_anthropic() -> None:
     assert out["messages"][1]["content"][0]["tool_use_id"] == "call_1_a"
 
 
+def test_tool_ids_stay_safe_when_the_remembered_ids_are_cleared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The encoder remembers safe ids in a bounded dict; made tiny here, it is cleared
+    # several times within one request and every id still comes out cleaned.
+    from proxai_asgi.protocols.anthropic_messages import request as encoder
+
+    monkeypatch.setattr(encoder, "_SAFE_IDS", {})
+    monkeypatch.setattr(encoder, "_SAFE_IDS_MAX", 2)
+    messages: list[c.Message] = []
+    for k in range(5):
+        messages.append(_assistant(c.ToolCall(id=f"call:{k}", name="f", arguments="{}")))
+        messages.append(_tool(c.ToolResult(call_id=f"call:{k}", content=[c.Text(text="r")])))
+    out, _ = encode_req(req(messages=messages))
+    ids = [b.get("id") or b.get("tool_use_id") for m in out["messages"] for b in m["content"]]
+    assert ids == [f"call_{k}" for k in range(5) for _ in range(2)]
+    assert len(encoder._SAFE_IDS) <= 2
+
+
+def test_the_error_of_a_part_after_others_names_its_position() -> None:
+    # The usual parts are built without counting; an error looks its position up.
+    bad = c.ToolCall(id="t2", name="f", arguments="[1]")
+    first = c.ToolCall(id="t1", name="f", arguments="{}")
+    r = req(messages=[_user(c.Text(text="go")), _assistant(c.Text(text="a"), first, bad)])
+    assert _raises_400(r).param == "messages[1].content[2].arguments"
+    image = c.Image(url="data:image/bmp;base64,Qk0=")
+    r = req(messages=[_user(c.Text(text="see"), c.Text(text="this"), image)])
+    assert _raises_400(r).param == "messages[0].content[2]"
+
+
 @pytest.mark.parametrize("arguments", ['{"a": ', "[1, 2]", '"text"', "null"])
 def test_tool_arguments_that_are_not_a_json_object_are_400_never_empty_input(
     arguments: str,
