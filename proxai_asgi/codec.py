@@ -420,6 +420,27 @@ def unfold(response: c.Response) -> list[c.StreamEvent]:
     return RefusalJoin()(out)
 
 
+class Absent:
+    """Whether a decoded struct leaves every one of ``names`` at None: one C call and
+    a tuple compare, not a test per field.
+
+    A decoder asks it once for the request-level fields the usual request (an agent
+    loop's turn) does not send, and skips the code that handles them when none is
+    there: each such field costs a test, a keyword to the canonical ``Request`` (a
+    construction with two dozen keywords costs several times one with eight), and
+    sometimes a call. The tests force the general path (a guard that answers False) to
+    check that both give the same request, report and errors."""
+
+    __slots__ = ("_get", "_none")
+
+    def __init__(self, *names: str) -> None:
+        self._get = operator.attrgetter(*names)
+        self._none: object = (None,) * len(names) if len(names) > 1 else None
+
+    def __call__(self, struct: object) -> bool:
+        return bool(self._get(struct) == self._none)
+
+
 class OnePassDecoder(Generic[_S]):
     """A client request body in one parse, when it can be.
 

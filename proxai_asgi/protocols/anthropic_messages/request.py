@@ -37,7 +37,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, reasoning_carry
-from ...codec import OnePassDecoder, UpstreamOptions
+from ...codec import Absent, OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
@@ -52,6 +52,10 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
+# The fields an agent loop's turn leaves out, handled only when one is there.
+RARE_FIELDS = Absent(
+    "stop_sequences", "top_p", "top_k", "output_config", "output_format", "service_tier"
+)
 _PATH = re.compile(r"`\$\.?([^`]*)`")
 _EFFORT_IN = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
 _EFFORT_OUT: dict[str, wire.Effort] = {
@@ -180,8 +184,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
     tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
-    fmt = (req.output_config.format if req.output_config else None) or req.output_format
-    return c.Request(
+    out = c.Request(
         model=req.model,
         messages=messages,
         system=system,
@@ -191,19 +194,20 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         parallel_tool_calls=parallel,
         max_tokens=req.max_tokens,
         temperature=req.temperature,
-        top_p=req.top_p,
-        top_k=req.top_k,
-        stop=list(req.stop_sequences or ()),
         stream=bool(req.stream),
-        response_format=(
-            c.ResponseFormat(type="json_schema", name="response", schema=fmt.schema)
-            if fmt is not None
-            else None
-        ),
         reasoning=_reasoning_in(req.thinking, req.output_config),
         user=req.metadata.user_id if req.metadata else None,
-        service_tier=req.service_tier,
     )
+    if not RARE_FIELDS(req):  # (the usual request has none of them: their code is skipped)
+        out.top_p, out.top_k = req.top_p, req.top_k
+        out.stop = list(req.stop_sequences or ())
+        out.service_tier = req.service_tier
+        fmt = (req.output_config.format if req.output_config else None) or req.output_format
+        if fmt is not None:
+            out.response_format = c.ResponseFormat(
+                type="json_schema", name="response", schema=fmt.schema
+            )
+    return out
 
 
 # Blocks are told apart by ``type(b) is``, not ``isinstance``: a failed ``isinstance``

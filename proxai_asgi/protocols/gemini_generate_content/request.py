@@ -42,7 +42,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
-from ...codec import UpstreamOptions
+from ...codec import Absent, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from . import signatures, wire
 from .response import parts_in
@@ -593,6 +593,35 @@ def _generation_config_in(
     out.top_p = g.top_p
     out.top_k = g.top_k
     out.stop = list(g.stop_sequences or ())
+    if not RARE_FIELDS(g):
+        _rare_generation_config_in(g, out, report)
+    out.reasoning = _thinking_in(g.thinking_config)
+
+
+# The generationConfig fields a usual request leaves out, handled only when one is there.
+# Those with no canonical meaning, dropped and reported:
+_DROPPED = (
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "media_resolution",
+    "speech_config",
+    "image_config",
+    "enable_enhanced_civic_answers",
+)
+RARE_FIELDS = Absent(
+    "candidate_count",
+    "response_logprobs",
+    "logprobs",
+    "response_mime_type",
+    "response_modalities",
+    *_DROPPED,
+)
+
+
+def _rare_generation_config_in(
+    g: wire.GenerationConfig, out: c.Request, report: TranslationReport
+) -> None:
     if g.candidate_count is not None and g.candidate_count > 1:
         # The hub carries one candidate: asking several of any upstream would lose all
         # but the first.
@@ -617,18 +646,9 @@ def _generation_config_in(
     modalities = g.response_modalities
     if modalities and any(m.upper() != "TEXT" for m in modalities):
         report.reject("generationConfig.responseModalities", "only text answers can be translated")
-    for name in (
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "media_resolution",
-        "speech_config",
-        "image_config",
-        "enable_enhanced_civic_answers",
-    ):
+    for name in _DROPPED:
         if getattr(g, name) is not None:
             report.drop(f"generationConfig.{_camel(name)}")
-    out.reasoning = _thinking_in(g.thinking_config)
 
 
 def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:

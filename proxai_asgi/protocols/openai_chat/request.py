@@ -11,7 +11,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
-from ...codec import OnePassDecoder, UpstreamOptions
+from ...codec import Absent, OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import validate
@@ -26,6 +26,25 @@ _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"missing required field `([^`]+)`")
 
 _ONE_PASS = OnePassDecoder(w.ClientChatRequest, w.REQUEST_FIELDS)
+# The fields an agent loop's request leaves out, handled only when one is there.
+RARE_FIELDS = Absent(
+    "functions",
+    "function_call",
+    "stop",
+    "n",
+    "logprobs",
+    "top_logprobs",
+    "response_format",
+    "reasoning_effort",
+    "user",
+    "safety_identifier",
+    "metadata",
+    "service_tier",
+    "prompt_cache_key",
+    "verbosity",
+    "modalities",
+    "audio",
+)
 
 
 # ======================================================================== helpers
@@ -400,57 +419,71 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             else:
                 report.drop(f"stream_options.{k}")
 
-    stop: list[str] = []
-    if isinstance(req.stop, str):
-        stop = [req.stop]
-    elif req.stop:
-        stop = list(req.stop)
-
-    # Audio output is a different kind of answer: no other protocol can give it.
-    if req.modalities is not None and "audio" in req.modalities:
-        report.reject("modalities", "audio output is only available from Chat Completions")
-    if req.audio is not None:
-        report.reject("audio", "audio output is only available from Chat Completions")
-
-    legacy = bool(req.functions) and not req.tools
-    # ``safety_identifier`` replaces ``user``: it wins when both are sent.
-    user = req.safety_identifier if req.safety_identifier is not None else req.user
-    if req.user is not None and user != req.user:
-        report.drop("user")
-
-    return c.Request(
+    usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
+    if not usual:
+        _rare_reports(req, report)
+    out = c.Request(
         model=req.model,
         messages=messages,
         system=system,
         tools=_tools(req, report) if req.tools or req.functions else [],
         tool_choice=_tool_choice(req, report),
-        # Legacy function calling answers one call: ask the upstream for one.
-        parallel_tool_calls=False
-        if legacy and req.parallel_tool_calls is None
-        else (req.parallel_tool_calls),
-        legacy_functions=legacy,
+        parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=req.max_completion_tokens
         if req.max_completion_tokens is not None
         else req.max_tokens,
         temperature=req.temperature,
         top_p=req.top_p,
-        stop=stop,
         stream=bool(req.stream),
         include_usage=include_usage,
-        response_format=_response_format(req.response_format),
-        reasoning=c.ReasoningConfig(effort=req.reasoning_effort)
-        if req.reasoning_effort is not None
-        else None,
-        user=user,
-        metadata=req.metadata,
-        service_tier=req.service_tier,
-        prompt_cache_key=req.prompt_cache_key,
         implicit_caching=True,
-        verbosity=req.verbosity,
-        n=req.n,
-        logprobs=req.logprobs,
-        top_logprobs=req.top_logprobs,
     )
+    if not usual:
+        _rare_fields_in(req, out)
+    return out
+
+
+def _rare_reports(req: w.ChatRequest, report: TranslationReport) -> None:
+    """What the rarer fields report, before the tools do."""
+    # Audio output is a different kind of answer: no other protocol can give it.
+    if req.modalities is not None and "audio" in req.modalities:
+        report.reject("modalities", "audio output is only available from Chat Completions")
+    if req.audio is not None:
+        report.reject("audio", "audio output is only available from Chat Completions")
+    # ``safety_identifier`` replaces ``user``: it wins when both are sent.
+    if req.user is not None and req.safety_identifier not in (None, req.user):
+        report.drop("user")
+
+
+def _rare_fields_in(req: w.ChatRequest, out: c.Request) -> None:
+    """The rarer fields onto ``out`` (after the tools, whose errors come first)."""
+    if isinstance(req.stop, str):
+        out.stop = [req.stop]
+    elif req.stop:
+        out.stop = list(req.stop)
+    if req.functions and not req.tools:
+        out.legacy_functions = True
+        # Legacy function calling answers one call: ask the upstream for one.
+        if req.parallel_tool_calls is None:
+            out.parallel_tool_calls = False
+    out.response_format = _response_format(req.response_format)
+    if req.reasoning_effort is not None:
+        out.reasoning = c.ReasoningConfig(effort=req.reasoning_effort)
+    out.user = req.safety_identifier if req.safety_identifier is not None else req.user
+    for name in _SAME_NAMED:
+        setattr(out, name, getattr(req, name))
+
+
+# The rarer fields that keep their name and value in the canonical request.
+_SAME_NAMED = (
+    "metadata",
+    "service_tier",
+    "prompt_cache_key",
+    "verbosity",
+    "n",
+    "logprobs",
+    "top_logprobs",
+)
 
 
 # =================================================================== upstream side

@@ -9,7 +9,7 @@ from msgspec import Raw
 
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
-from ...codec import OnePassDecoder, UpstreamOptions
+from ...codec import Absent, OnePassDecoder, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from ..openai_chat.validate import check_effort, check_image_url, check_range
@@ -154,6 +154,19 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
     return _decode(_body, body, "")
 
 
+# The fields Codex's turn leaves out, handled only when one is there.
+RARE_FIELDS = Absent(
+    "top_p",
+    "user",
+    "safety_identifier",
+    "metadata",
+    "service_tier",
+    "previous_response_id",
+    "background",
+    "top_logprobs",
+)
+
+
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
     # What the Responses API itself rejects with a 400 (never clamped, dropped or
@@ -220,12 +233,11 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             summary=req.reasoning.summary or req.reasoning.generate_summary,
         )
 
+    usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
     # ``safety_identifier`` replaces ``user``: it wins when both are sent.
-    user = req.safety_identifier if req.safety_identifier is not None else req.user
-    if req.user is not None and user != req.user:
+    if not usual and req.user is not None and req.safety_identifier not in (None, req.user):
         report.drop("user")
-
-    return c.Request(
+    out = c.Request(
         model=req.model,
         messages=messages,
         system=system,
@@ -235,21 +247,29 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=req.max_output_tokens,
         temperature=req.temperature,
-        top_p=req.top_p,
         stream=bool(req.stream),
         response_format=response_format,
         reasoning=reasoning,
-        user=user,
-        metadata=req.metadata,
-        service_tier=req.service_tier,
         prompt_cache_key=req.prompt_cache_key,
         implicit_caching=True,
         verbosity=req.text.verbosity if req.text is not None else None,
-        previous_response_id=req.previous_response_id,
-        background=req.background,
-        top_logprobs=req.top_logprobs,
     )
+    if not usual:
+        out.user = req.safety_identifier if req.safety_identifier is not None else req.user
+        for name in _SAME_NAMED:
+            setattr(out, name, getattr(req, name))
+    return out
 
+
+# The rarer fields that keep their name and value in the canonical request.
+_SAME_NAMED = (
+    "top_p",
+    "metadata",
+    "service_tier",
+    "previous_response_id",
+    "background",
+    "top_logprobs",
+)
 
 # The hosted tool types of the Responses API (dated variants such as
 # ``web_search_preview_2025_03_11`` share the prefix).
