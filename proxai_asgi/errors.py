@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+import msgspec
+
 ErrorKind = Literal[
     "invalid_request",
     "authentication",
@@ -104,18 +106,17 @@ class ResponseAborted(Exception):
     which is the only way left to tell the client its body is incomplete."""
 
 
-class TranslationReport:
+class TranslationReport(msgspec.Struct, gc=False):
     """Collects what a translation dropped; rejects what must not be dropped silently.
 
     ``reject`` raises a 400 naming the field unless the upstream opted into lossy
     translation, in which case the field is dropped and reported like any other.
+    (A Struct: one is made for every request, in half the time of a class's
+    ``__init__``; ``dropped`` holds strings only, so the cycle collector can skip it.)
     """
 
-    __slots__ = ("dropped", "lossy")
-
-    def __init__(self, lossy: bool = False) -> None:
-        self.lossy = lossy
-        self.dropped: list[str] = []
+    lossy: bool = False
+    dropped: list[str] = msgspec.field(default_factory=list)
 
     def drop(self, field: str) -> None:
         if field not in self.dropped:
