@@ -19,6 +19,7 @@ from . import canonical as c
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
 FIELD = "input"
+_NONE: frozenset[str] = frozenset()
 
 
 def _wrapped_tool(tool: c.Tool) -> c.Tool:
@@ -43,9 +44,12 @@ def _wrapped_tool(tool: c.Tool) -> c.Tool:
 def wrap(request: c.Request) -> frozenset[str]:
     """Rewrite custom tools (and their calls, results and choice) as function tools,
     in place. Returns the names wrapped, which ``Unwrapper`` needs."""
+    for t in request.tools:
+        if t.kind == "custom":
+            break
+    else:  # none (the usual request): nothing to rewrite, no generator to run
+        return _NONE
     names = frozenset(t.name for t in request.tools if t.kind == "custom")
-    if not names:
-        return names
     request.tools = [_wrapped_tool(t) if t.kind == "custom" else t for t in request.tools]
     for m in request.messages:
         for p in m.content:

@@ -1,8 +1,9 @@
-"""The request decoders' fast path for the usual envelope (``codec.Absent``): a
-request that sends none of the rarer request-level fields skips the code that
-handles them. Here every body is decoded twice, as production does and with the
-general path forced, and both must give the same canonical request, the same report
-and the same error: the fast path is only a shortcut, never a different answer."""
+"""The request codecs' fast path for the usual envelope (``codec.absent``): a request
+that sends none of the rarer request-level fields skips the code that handles them.
+Here every body is decoded (every canonical request encoded) twice, as production
+does and with the general path forced, and both must give the same canonical request
+(upstream bytes), the same report and the same error: the fast path is only a
+shortcut, never a different answer."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxai_asgi import canonical as c
+from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import request as anthropic_request
 from proxai_asgi.protocols.gemini_generate_content import request as gemini_request
@@ -238,3 +241,53 @@ def test_gemini_fast_and_general_paths_agree(config: dict[str, Any]) -> None:
     )
     fast, slow = _both_paths(gemini_request, body)
     assert fast == slow
+
+
+_CANONICAL_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "n": st.integers(1, 2),
+    "logprobs": st.booleans(),
+    "top_logprobs": st.integers(0, 2),
+    "previous_response_id": _TEXT,
+    "background": st.booleans(),
+    "user": _TEXT,
+    "metadata": st.just({"k": "v"}),
+    "prompt_cache_key": _TEXT,
+    "verbosity": st.sampled_from(["low", "high"]),
+    "service_tier": st.sampled_from(["auto", "flex", "standard_only"]),
+    "parallel_tool_calls": st.booleans(),
+}
+
+
+def _encoded_both_ways(module: Any, request: c.Request, lossy: bool) -> None:
+    def outcome() -> tuple[Any, ...]:
+        report = TranslationReport(lossy)
+        try:
+            body = module.encode_request(
+                msgspec.structs.replace(request), report, UpstreamOptions()
+            )
+        except ProxyError as e:
+            return ("error", e.status, e.message, e.param, report.dropped)
+        return ("ok", body, report.dropped)
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, "RARE_REQUEST_FIELDS", lambda _struct: False)
+        slow = outcome()
+    assert fast == slow
+
+
+@pytest.mark.parametrize("module", [anthropic_request, gemini_request], ids=["anthropic", "gemini"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fields=_envelope(_CANONICAL_FIELDS), lossy=st.booleans())
+def test_encoders_fast_and_general_paths_agree(
+    module: Any, fields: dict[str, Any], lossy: bool
+) -> None:
+    request = c.Request(
+        model="m",
+        messages=[c.Message(role="user", content=[c.Text(text="hi")])],
+        tools=[c.Tool(name="f", parameters={"type": "object"})],
+        max_tokens=8,
+    )
+    for name, value in fields.items():
+        setattr(request, name, value)
+    _encoded_both_ways(module, request, lossy)

@@ -37,7 +37,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, reasoning_carry
-from ...codec import Absent, OnePassDecoder, UpstreamOptions
+from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
@@ -53,7 +53,7 @@ _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
 # The fields an agent loop's turn leaves out, handled only when one is there.
-RARE_FIELDS = Absent(
+RARE_FIELDS = absent(
     "stop_sequences", "top_p", "top_k", "output_config", "output_format", "service_tier"
 )
 _PATH = re.compile(r"`\$\.?([^`]*)`")
@@ -470,7 +470,8 @@ def _reasoning_in(
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
-    _check_fields(request, report)
+    if not RARE_REQUEST_FIELDS(request):
+        _check_fields(request, report)
     tools = _tools_out(request, report)
     tool_choice = _tool_choice_out(request, tools, report)
     thinking, effort = _reasoning_out(request.reasoning, report)

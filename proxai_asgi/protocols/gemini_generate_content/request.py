@@ -42,7 +42,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
-from ...codec import Absent, UpstreamOptions
+from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from . import signatures, wire
 from .response import parts_in
@@ -609,7 +609,7 @@ _DROPPED = (
     "image_config",
     "enable_enhanced_civic_answers",
 )
-RARE_FIELDS = Absent(
+RARE_FIELDS = absent(
     "candidate_count",
     "response_logprobs",
     "logprobs",
@@ -682,7 +682,10 @@ def encode_request(
 
 
 def to_wire(request: c.Request, report: TranslationReport) -> wire.GenerateContentRequest:
-    _check_fields(request, report)
+    if not RARE_REQUEST_FIELDS(request):
+        _check_fields(request, report)
+    if request.parallel_tool_calls is False:
+        report.drop("parallel_tool_calls")
     tools = _tools_out(request, report)
     return wire.GenerateContentRequest(
         contents=_contents_out(request.messages, report),
@@ -707,8 +710,6 @@ def _check_fields(request: c.Request, report: TranslationReport) -> None:
     for name in ("user", "metadata", "prompt_cache_key", "verbosity", "service_tier"):
         if getattr(request, name):
             report.drop(name)
-    if request.parallel_tool_calls is False:
-        report.drop("parallel_tool_calls")
 
 
 def _system_out(system: list[c.Text]) -> wire.Content | None:

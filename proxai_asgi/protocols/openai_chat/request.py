@@ -11,7 +11,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
-from ...codec import Absent, OnePassDecoder, UpstreamOptions
+from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import validate
@@ -27,7 +27,7 @@ _MISSING = re.compile(r"missing required field `([^`]+)`")
 
 _ONE_PASS = OnePassDecoder(w.ClientChatRequest, w.REQUEST_FIELDS)
 # The fields an agent loop's request leaves out, handled only when one is there.
-RARE_FIELDS = Absent(
+RARE_FIELDS = absent(
     "functions",
     "function_call",
     "stop",

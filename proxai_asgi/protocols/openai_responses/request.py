@@ -9,7 +9,7 @@ from msgspec import Raw
 
 from ... import canonical as c
 from ... import ids, policy, reasoning_carry
-from ...codec import Absent, OnePassDecoder, UpstreamOptions
+from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from ..openai_chat.validate import check_effort, check_image_url, check_range
@@ -155,7 +155,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
 
 
 # The fields Codex's turn leaves out, handled only when one is there.
-RARE_FIELDS = Absent(
+RARE_FIELDS = absent(
     "top_p",
     "user",
     "safety_identifier",
