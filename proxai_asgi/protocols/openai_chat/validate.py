@@ -75,15 +75,19 @@ def _empty(content: object) -> bool:
 
 
 def check(req: w.ChatRequest) -> None:
-    check_range("temperature", req.temperature, 0, 2)
-    check_range("top_p", req.top_p, 0, 1)
+    # (each check called only for a field that is there: this runs on every request)
+    if req.temperature is not None:
+        check_range("temperature", req.temperature, 0, 2)
+    if req.top_p is not None:
+        check_range("top_p", req.top_p, 0, 1)
     if req.n is not None and req.n < 1:
         raise _invalid(
             f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got "
             f"{req.n} instead.",
             "n",
         )
-    check_effort(req.reasoning_effort, "reasoning_effort")
+    if req.reasoning_effort is not None:
+        check_effort(req.reasoning_effort, "reasoning_effort")
     for i, t in enumerate(req.tools or ()):
         kind = "function" if t.type is UNSET else t.type
         if kind not in TOOL_TYPES:

@@ -171,9 +171,13 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
     # What the Responses API itself rejects with a 400 (never clamped, dropped or
     # passed on changed).
-    check_range("temperature", req.temperature, 0, 2)
-    check_range("top_p", req.top_p, 0, 1)
-    check_effort(req.reasoning.effort if req.reasoning else None, "reasoning.effort")
+    # (each check called only for a field that is there: this runs on every request)
+    if req.temperature is not None:
+        check_range("temperature", req.temperature, 0, 2)
+    if req.top_p is not None:
+        check_range("top_p", req.top_p, 0, 1)
+    if req.reasoning is not None:
+        check_effort(req.reasoning.effort, "reasoning.effort")
     if req.input == []:
         raise ProxyError.invalid(
             "Invalid 'input': empty array. Expected at least one item.", "input"
