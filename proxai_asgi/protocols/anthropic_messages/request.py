@@ -581,7 +581,7 @@ def _messages_out(
     dropped_calls: set[str] = set()
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
-    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    text, call, result, reasoning = c.Text, c.ToolCall, c.ToolResult, c.Reasoning
     message, decode, safe_ids = wire.InputMessage, _json.decode, _SAFE_IDS
     turn: wire.InputMessage | None = None  # the open turn, its blocks and role
     turn_blocks: list[wire.InputBlock] = []
@@ -613,6 +613,10 @@ def _messages_out(
                         # raises the error that names it
                         value = _arguments_out(args, i, _position(m.content, p))
                 append(tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value))
+            elif type(p) is reasoning and assistant and p.signature is None and p.redacted is None:
+                # reasoning with no Anthropic signature (a Gemini thought signature, once
+                # per turn of a resent conversation): dropped as ``_thinking_out`` would
+                report.drop("reasoning")
             elif (
                 type(p) is result
                 and not assistant
