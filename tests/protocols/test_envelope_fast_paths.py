@@ -291,3 +291,40 @@ def test_encoders_fast_and_general_paths_agree(
     for name, value in fields.items():
         setattr(request, name, value)
     _encoded_both_ways(module, request, lossy)
+
+
+_TOOL_DECLARATIONS = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["f", "g"])},
+        optional={
+            "description": st.sampled_from(["does f", None, 3]),
+            "input_schema": st.sampled_from([{"type": "object"}, None, "schema"]),
+            "cache_control": st.just({"type": "ephemeral"}),
+            "strict": st.booleans(),
+            "defer_loading": st.booleans(),
+            "type": st.sampled_from(["custom", "bash_20250124"]),
+        },
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_TOOL_DECLARATIONS)
+def test_anthropic_plain_tool_declarations_agree(tools: list[dict[str, Any]]) -> None:
+    """The usual declaration is built without ``msgspec.convert``; with that path
+    turned off (no key counts as plain) every declaration gives the same tools,
+    report and error."""
+    body = msgspec.json.encode(
+        {
+            "model": "m",
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": tools,
+        }
+    )
+    fast = _outcome(anthropic_request.decode_request, body)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(anthropic_request, "_PLAIN_TOOL_KEYS", frozenset())
+        slow = _outcome(anthropic_request.decode_request, body)
+    assert fast == slow

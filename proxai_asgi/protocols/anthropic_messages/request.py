@@ -52,6 +52,7 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
+_PLAIN_TOOL_KEYS = frozenset({"name", "description", "input_schema"})
 # The fields an agent loop's turn leaves out, handled only when one is there.
 RARE_FIELDS = absent(
     "stop_sequences", "top_p", "top_k", "output_config", "output_format", "service_tier"
@@ -412,6 +413,17 @@ def _tools_in(
                 path = f"tools[{i}].type"
                 raise ProxyError.invalid(f"{path}: expected a string", path)
             hosted.append(c.HostedTool(protocol="anthropic_messages", type=kind, raw=raw))
+            continue
+        # The usual declaration (a name, a description, a schema) as ``convert`` gives
+        # it: five of them in every request of an agent loop.
+        name, schema, about = raw.get("name"), raw.get("input_schema"), raw.get("description")
+        if (
+            type(name) is str
+            and type(schema) is dict
+            and (about is None or type(about) is str)
+            and raw.keys() <= _PLAIN_TOOL_KEYS
+        ):
+            tools.append(c.Tool(name=name, description=about, parameters=schema))
             continue
         try:
             t = msgspec.convert(raw, wire.ToolParam)
