@@ -51,3 +51,23 @@ def test_no_glue_module_names_a_protocol(path: Path) -> None:
         and node.value in PROTOCOLS
     ]
     assert named == [], f"{path.name} names protocols: {named}"
+
+
+ALL_MODULES = sorted(PACKAGE.rglob("*.py"))
+MAX_CALL_KEYWORDS = 15
+
+
+@pytest.mark.parametrize(
+    "path", ALL_MODULES, ids=[str(p.relative_to(PACKAGE)) for p in ALL_MODULES]
+)
+def test_no_call_passes_more_than_15_keywords(path: Path) -> None:
+    """CPython 3.11 builds a call with 16 or more keyword arguments through a dict, and a
+    msgspec Struct built that way costs 3-5x more (bench/notes-fixed-cost.md): on the
+    request and answer paths that was a measurable share of every request."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            n = len(node.keywords)
+            assert n <= MAX_CALL_KEYWORDS, (
+                f"{path.name}:{node.lineno}: {ast.unparse(node.func)}(...) with {n} keywords"
+            )

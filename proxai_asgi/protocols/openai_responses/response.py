@@ -373,7 +373,9 @@ class ResponseShell:
         reason = policy.responses_incomplete_reason(stop) if status == "incomplete" else None
         if error is None and stop == "refusal":
             error = refusal_error(output)
-        return w.ResponseObject(
+        # At most 15 keywords: CPython builds a call with more through a dict, which
+        # makes the Struct 3x slower to build (~0.7 µs per answer and stream snapshot).
+        response = w.ResponseObject(
             id=id,
             created_at=created_at,
             status=status,
@@ -389,9 +391,11 @@ class ResponseShell:
             text=self.text,
             tool_choice=self.tool_choice,
             top_p=self.top_p,
-            usage=usage_out(usage) if usage is not None else None,
-            metadata=self.metadata,
         )
+        if usage is not None:
+            response.usage = usage_out(usage)
+        response.metadata = self.metadata
+        return response
 
 
 def _format_out(rf: c.ResponseFormat | None) -> w.TextFormat:
