@@ -756,6 +756,12 @@ def _args_out(arguments: str, kind: str) -> dict[str, Any]:
     return value
 
 
+# Bound once: the encode's inner loops look these up for every part.
+_Text, _ToolCall = c.Text, c.ToolCall
+_Part, _FunctionCall = wire.Part, wire.FunctionCall
+_SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
+
+
 def _model_out(
     content: list[c.Part], names: dict[str, str], report: TranslationReport
 ) -> list[wire.Part]:
@@ -764,23 +770,23 @@ def _model_out(
     calls = 0
     for p in content:
         part: wire.Part
-        if type(p) is c.Text or type(p) is c.Refusal:
-            if not p.text:
-                continue
-            part = wire.Part(text=p.text)
-        elif type(p) is c.ToolCall:
+        if type(p) is _ToolCall:
             call_id = p.id
             names[call_id] = p.name
-            part = wire.Part(
-                function_call=wire.FunctionCall(
+            part = _Part(
+                function_call=_FunctionCall(
                     name=p.name,
                     args=_args_out(p.arguments, p.kind),
                     id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
                 )
             )
             if calls == 0 and pending is None:
-                pending = signatures.SKIP_VALIDATOR  # a call Gemini did not make
+                pending = _SKIP_VALIDATOR  # a call Gemini did not make
             calls += 1
+        elif type(p) is _Text or type(p) is c.Refusal:
+            if not p.text:
+                continue
+            part = _Part(text=p.text)
         elif type(p) is c.Reasoning:
             sig = p.thought_signature
             if sig is None:
@@ -835,10 +841,15 @@ def _user_out(
     out: list[wire.Part] = []
     for p in m.content:
         if type(p) is c.ToolResult:
-            call_id = p.call_id
+            call_id, result = p.call_id, p.content
+            text = result[0] if len(result) == 1 else None
+            if type(text) is _Text and text.text[:1] != "{" and not p.is_error:
+                value = {"output": text.text}  # the usual result, as result_response_out
+            else:
+                value = result_response_out(p, report)
             response = wire.FunctionResponse(
                 name=call_id,  # until every call's name is known
-                response=result_response_out(p, report),
+                response=value,
                 id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
             )
             answers.append(response)
