@@ -242,7 +242,7 @@ def test_default_middleware_translates_over_https(
     up = Upstream("openai_chat_completions", url + "/v1", "sk-test", verify=ca_file)
     mw = ProxaiMiddleware(_no_app, upstream=up, **({} if lean else {"lean_http": False}))
     assert (mw.lean is not None) is lean
-    with serve(mw) as base:
+    with serve(mw, close_app=True) as base:
         client = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
         for _ in range(2):
             args: dict[str, Any] = {
@@ -307,7 +307,7 @@ def test_a_configured_ca_file_reaches_the_https_upstream(
     )
     app, _ = build_app(build_parser().parse_args(["--config", str(config)]), env={})
     assert app.router.routes[0].upstream.verify == ca_file
-    with serve(app) as base:
+    with serve(app, close_app=True) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
         answer = client.responses.create(model="m", input="hi")
     assert answer.output_text and len(fake.seen) == 1

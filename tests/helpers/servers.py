@@ -22,12 +22,19 @@ from .captures import load
 
 @contextlib.contextmanager
 def serve(
-    app: ASGIApp, *, websockets: bool = False, tls: tuple[str, str] | None = None
+    app: ASGIApp,
+    *,
+    websockets: bool = False,
+    tls: tuple[str, str] | None = None,
+    close_app: bool = False,
 ) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 (a free port); yields ``http://127.0.0.1:PORT``.
     ``websockets=True`` serves WebSocket upgrades too (uvicorn's ``websockets``
     implementation, from the ``test`` extra). ``tls=(certfile, keyfile)`` serves
-    HTTPS and yields ``https://127.0.0.1:PORT``."""
+    HTTPS and yields ``https://127.0.0.1:PORT``. ``close_app=True`` awaits
+    ``app.aclose()`` on the server's loop once it has stopped, as a lifespan shutdown
+    would: a middleware's pooled connections then end cleanly instead of being left
+    open on a dead loop (a TLS upstream waits for their close_notify)."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
@@ -39,7 +46,13 @@ def serve(
         ssl_keyfile=tls[1] if tls else None,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+
+    async def serve_then_close() -> None:
+        await server.serve()
+        await app.aclose()  # type: ignore[attr-defined]
+
+    run = (lambda: asyncio.run(serve_then_close())) if close_app else server.run
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
