@@ -13,6 +13,7 @@ import pytest
 
 from proxai_asgi import canonical as c
 from tests.helpers.canned import codec_answer
+from tests.helpers.sdk_turns import responses_output
 from tests.helpers.servers import FakeUpstream
 
 from .conftest import Stack
@@ -41,19 +42,10 @@ SECOND = c.Response(
 
 
 def turn(o: openai.OpenAI, items: list[Any], stream: bool) -> list[dict[str, Any]]:
-    kw: dict[str, Any] = {
-        "model": "m",
-        "input": items,
-        "tools": TOOLS,
-        "store": False,
-        "include": ["reasoning.encrypted_content"],
-    }
-    if stream:
-        with o.responses.stream(**kw) as s:
-            response = s.get_final_response()
-    else:
-        response = o.responses.create(**kw)
-    return [i.model_dump(exclude_none=True) for i in response.output]
+    include = ["reasoning.encrypted_content"]
+    return responses_output(
+        o, stream, model="m", input=items, tools=TOOLS, store=False, include=include
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

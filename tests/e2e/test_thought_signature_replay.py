@@ -15,6 +15,7 @@ import pytest
 
 from proxai_asgi import canonical as c
 from tests.helpers.canned import codec_answer
+from tests.helpers.sdk_turns import responses_output
 from tests.helpers.servers import FakeUpstream
 
 from .conftest import Stack
@@ -50,13 +51,7 @@ def _signed_call(fake: FakeUpstream) -> dict[str, Any]:
 
 def _responses_turn(o: openai.OpenAI, items: list[Any], stream: bool) -> list[dict[str, Any]]:
     tools: Any = [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]
-    kw: dict[str, Any] = {"model": "m", "input": items, "tools": tools, "store": False}
-    if stream:
-        with o.responses.stream(**kw) as s:
-            response = s.get_final_response()
-    else:
-        response = o.responses.create(**kw)
-    return [i.model_dump(exclude_none=True) for i in response.output]
+    return responses_output(o, stream, model="m", input=items, tools=tools, store=False)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
