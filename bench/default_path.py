@@ -78,11 +78,14 @@ def request_for(
 
 @contextmanager
 def process(
-    args: list[str], port: int, env: dict[str, str], cwd: Path = ROOT
+    args: list[str], port: int, env: dict[str, str], cwd: Path = ROOT, cpus: set[int] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process on ``port``; with ``cpus``, it and its threads run on those only."""
+    pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
     proc = subprocess.Popen(
-        args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+        args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=pin,
+    )  # fmt: skip
     try:
         wait_port(port)
         yield proc
@@ -154,9 +157,14 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
     tls = ["--ssl-certfile", str(certs / "cert.pem"), "--ssl-keyfile", str(certs / "key.pem")]
     rows: dict[tuple[str, str, str], Row] = {}
     direct: dict[str, list[float]] = {up: [] for up in PROTOCOLS}
+    # --pin: the proxies on the first CPU, the load (upstream and this client) on the
+    # others, as in a deployment where the model server and the client are elsewhere
+    proxy_cpus, load_cpus = args.cpus
+    if load_cpus is not None:
+        os.sched_setaffinity(0, load_cpus)
     with ExitStack() as es:
         up_cmd = uvicorn("bench.stream_upstream:app", up_port, *(tls if scheme == "https" else []))
-        es.enter_context(process(up_cmd, up_port, env))
+        es.enter_context(process(up_cmd, up_port, env, cpus=load_cpus))
         upstream = f"{scheme}://127.0.0.1:{up_port}"
         proxies: dict[str, tuple[str, int]] = {}
         for transport in args.transports:
@@ -166,7 +174,7 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
             # "base": this proxy as another checkout has it (uvicorn imports from cwd)
             tree = Path(args.base_tree) if transport == "base" else ROOT
             cmd = uvicorn("bench.default_proxy:app", port)
-            proc = es.enter_context(process(cmd, port, penv, tree))
+            proc = es.enter_context(process(cmd, port, penv, tree, cpus=proxy_cpus))
             proxies[transport] = (f"http://127.0.0.1:{port}", proc.pid)
         verify = ssl.create_default_context(cafile=str(certs / "ca.pem"))
         client = es.enter_context(httpx.Client(timeout=120, verify=verify))
@@ -202,6 +210,13 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
                     rows[(t, cl, up)].latencies += samples
     direct_p50 = {up: statistics.median(v) for up, v in direct.items()}
     return Results(scheme, rows, direct_p50, args.transports)
+
+
+def _split_cpus() -> tuple[set[int], set[int]]:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs at least two CPUs")
+    return {cpus[0]}, set(cpus[1:])
 
 
 @dataclass
@@ -271,7 +286,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--transports", default=",".join(TRANSPORTS), type=lambda s: s.split(","))
     parser.add_argument("--base-tree", help="checkout whose proxy the transport 'base' runs")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="proxies on one CPU, upstream and client on the rest (no scheduler contention)",
+    )
     args = parser.parse_args()
+    args.cpus = _split_cpus() if args.pin else (None, None)  # before this process is pinned
     ca = trustme.CA()
     with tempfile.TemporaryDirectory() as tmp:
         certs = Path(tmp)

@@ -36,7 +36,7 @@ from typing import Any, Literal, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import ids, reasoning_carry
+from ... import exact_json, ids, reasoning_carry
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -521,7 +521,7 @@ def encode_request(
     )
     if request.implicit_caching and options.cache_breakpoints:
         cache_breakpoints.place(body, messages_marked=marked)
-    return _encoder.encode(body)
+    return exact_json.encode(_encoder, body)
 
 
 def _max_tokens(

@@ -42,6 +42,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
+from ... import exact_json
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from . import signatures, wire
@@ -678,7 +679,7 @@ def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
-    return _encoder.encode(to_wire(request, report))
+    return exact_json.encode(_encoder, to_wire(request, report))
 
 
 def to_wire(request: c.Request, report: TranslationReport) -> wire.GenerateContentRequest:

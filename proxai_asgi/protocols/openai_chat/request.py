@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy, reasoning_carry
+from ... import exact_json, ids, policy, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -830,4 +830,4 @@ def encode_request(
     if request.stream:
         out.stream = True
         out.stream_options = {"include_usage": True}
-    return _ENC.encode(out)
+    return exact_json.encode(_ENC, out)

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import ids, policy, reasoning_carry
+from ... import exact_json, ids, policy, reasoning_carry
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -751,7 +751,7 @@ def encode_request(
     body.previous_response_id = request.previous_response_id
     body.background = request.background
     body.top_logprobs = top_logprobs
-    return w.json_encoder.encode(body)
+    return exact_json.encode(w.json_encoder, body)
 
 
 def _reasoning_param(

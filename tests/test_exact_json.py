@@ -1,0 +1,85 @@
+"""``exact_json.encode``: the same bytes as ``Encoder.encode``, held at their size."""
+
+from __future__ import annotations
+
+import threading
+import tracemalloc
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proxai_asgi import exact_json
+
+ENCODER = msgspec.json.Encoder()
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(JSON)
+def test_same_bytes_as_the_encoder(value: object) -> None:
+    assert exact_json.encode(ENCODER, value) == ENCODER.encode(value)
+
+
+def test_a_short_body_after_a_long_one_is_not_padded_by_it() -> None:
+    long, short = {"x": "y" * 100_000}, {"x": 1}
+    assert exact_json.encode(ENCODER, long) == ENCODER.encode(long)
+    assert exact_json.encode(ENCODER, short) == b'{"x":1}'
+
+
+def test_a_body_past_the_kept_size_is_encoded_and_its_buffer_let_go() -> None:
+    huge = ["z" * 1000] * 5000  # ~5 MB, past what a thread keeps
+    assert exact_json.encode(ENCODER, huge) == ENCODER.encode(huge)
+    assert len(exact_json._local.data) <= exact_json._FIRST
+
+
+def test_an_error_leaves_the_buffer_usable() -> None:
+    try:
+        exact_json.encode(ENCODER, {"x": object()})
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("an object msgspec cannot encode was encoded")
+    assert exact_json.encode(ENCODER, {"ok": True}) == b'{"ok":true}'
+
+
+def test_each_thread_encodes_into_its_own_buffer() -> None:
+    bodies = {k: {"thread": k, "text": str(k) * (1000 + k * 37)} for k in range(8)}
+    seen: dict[int, list[bytes]] = {k: [] for k in bodies}
+    barrier = threading.Barrier(len(bodies))
+
+    def run(k: int) -> None:
+        barrier.wait(timeout=10)
+        for _ in range(200):
+            seen[k].append(exact_json.encode(ENCODER, bodies[k]))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    for k, outs in seen.items():
+        assert outs and set(outs) == {ENCODER.encode(bodies[k])}
+
+
+def test_the_body_is_held_at_its_own_size() -> None:
+    value = {"messages": [{"content": "line of code\n" * 40} for _ in range(30)]}
+    for _ in range(3):  # the thread's buffer grows to what the body needs, then is kept
+        exact_json.encode(ENCODER, value)
+    size = len(ENCODER.encode(value))
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        exact_json.encode(ENCODER, value)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        ENCODER.encode(value)
+        grown = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert size <= peak <= size + 256
+    assert grown > peak  # what the plain encoder holds for the same body
