@@ -203,6 +203,7 @@ class Http1Pool:
         self._max_idle = max_idle
         self._idle: dict[_PoolKey, list[_Conn]] = {}
         self._n_idle = 0
+        self._draining: set[_Conn] = set()  # read to their end in the background
         self._targets: dict[str, _Target | None] = {}
         self.in_flight = 0  # requests holding a connection (for tests and metrics)
 
@@ -395,11 +396,19 @@ class Http1Pool:
         ends at its protocol's last event, and the chunked terminator may still be on
         its way. Read the rest in the background, briefly, then keep the connection
         (a new TCP connection per stream would cost a connect and a TIME_WAIT)."""
+        if framing.done:  # the terminator came in the read of the last event
+            if not framing.leftover:
+                conn.reusable = True
+            self._release(key, conn, drain=False)
+            return
         wire = conn.wire
         budget = _DRAIN_MAX
+        draining = self._draining
+        draining.add(conn)
 
         def give_up() -> None:
             wire.on_data = None
+            draining.discard(conn)
             conn.close()
 
         def on_data(data: bytes) -> None:
@@ -415,6 +424,7 @@ class Http1Pool:
             elif framing.done:
                 timer.cancel()
                 wire.on_data = None
+                draining.discard(conn)
                 conn.reusable = True
                 self._release(key, conn, drain=False)
 
@@ -430,11 +440,17 @@ class Http1Pool:
         return self._n_idle
 
     async def aclose(self) -> None:
+        """Close every connection: idle ones and those still read to their end (left
+        open, they would outlive the event loop and keep the upstream waiting)."""
         for conns in self._idle.values():
             for conn in conns:
                 conn.close()
         self._idle.clear()
         self._n_idle = 0
+        for conn in self._draining:
+            conn.wire.on_data = None
+            conn.close()
+        self._draining.clear()
 
 
 _NAME_MISMATCH = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, ..._IP_ADDRESS_MISMATCH

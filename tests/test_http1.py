@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi import ProxaiMiddleware, Upstream, http1
 from proxai_asgi.errors import ProxyError
 from proxai_asgi.http1 import Http1Pool
 from tests.helpers.servers import serve
@@ -291,6 +291,51 @@ def test_terminator_arriving_after_the_caller_is_done_keeps_the_connection() -> 
             assert pool.idle == 1
 
     assert run(script, test).connections == 1
+
+
+def test_terminator_read_with_the_last_event_keeps_the_connection_at_once() -> None:
+    """The usual end of a translated stream: its last event and the chunked terminator
+    come in one read, and the caller stops at the event. The body is complete, so the
+    connection goes back to the pool as the caller leaves (it used to wait out the
+    drain grace for bytes that had already come, then close)."""
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        for _ in range(3):
+            async with pool.open(up, [], b"{}", raw=True) as resp:
+                assert await anext(aiter(resp)) == b"hello"
+            assert pool.idle == 1
+
+    assert run(script, test).connections == 1
+
+
+def test_closing_the_pool_closes_a_connection_still_being_drained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``aclose`` (a lifespan shutdown) ends connections whose body is still read in
+    the background too: left open, they outlive the event loop and the upstream waits
+    for them (a TLS upstream for a close_notify that never comes)."""
+    monkeypatch.setattr(http1, "_DRAIN_GRACE", 60.0)  # only aclose can close it here
+    closed = asyncio.Event()
+
+    async def script(head: bytes, n: int, r: Any, w: asyncio.StreamWriter) -> bool:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await w.drain()
+        await r.read()  # until the pool closes its side
+        closed.set()
+        return False
+
+    async def test(pool: Http1Pool, up: Upstream, seen: Seen) -> None:
+        async with pool.open(up, [], b"{}", raw=True) as resp:
+            assert await anext(aiter(resp)) == b"hello"
+        await asyncio.sleep(0)
+        assert seen.open_now == 1 and pool.idle == 0  # draining, not parked
+        await pool.aclose()
+        await closed.wait()  # (bounded by run's timeout, far below the grace)
+
+    run(script, test)
 
 
 def test_body_that_does_not_end_after_the_caller_is_done_is_closed_after_a_grace() -> None:
