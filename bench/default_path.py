@@ -13,7 +13,11 @@ it is not the bottleneck) measures, for every pair of client and upstream protoc
   CPU per event;
 - latency of a small non-streamed request, p50 over ``--requests``, against the same
   request sent straight to the upstream (over TLS for https: the client trusts the
-  test CA), i.e. the time the proxy adds to the first byte.
+  test CA), i.e. the time the proxy adds to the first byte;
+- the same for a short stream (three deltas): the time to its first event, p50 over
+  ``--requests``, one stream after another as an agent loop sends them (a proxy that
+  cannot reuse its upstream connection after a stream pays a connect, over https a
+  handshake, on the next one).
 
 Measurements of the two proxies are interleaved direction by direction.
 ``--base-tree DIR --transports default,base`` measures instead the default proxy of
@@ -59,10 +63,10 @@ TARGETS = "translated >= 0.9x pass-through events/s; added p50 <= 0.75 ms; CPU <
 
 
 def request_for(
-    client: str, upstream: str, *, stream: bool, paced: bool = False
+    client: str, upstream: str, *, stream: bool, paced: bool = False, short: bool = False
 ) -> tuple[str, dict[str, object]]:
     """Path and body of a ``client``-protocol request routed to ``upstream``."""
-    model = f"{upstream}-{'paced' if paced else 'm'}"
+    model = f"{upstream}-{'paced' if paced else 'short' if short else 'm'}"
     text = [{"role": "user", "content": "x"}]
     if client == "chat":
         return "/v1/chat/completions", {"model": model, "stream": stream, "messages": text}
@@ -111,6 +115,18 @@ def one_stream(client: httpx.Client, url: str, body: dict[str, object]) -> tuple
     return events, time.perf_counter() - t
 
 
+def first_event(client: httpx.Client, url: str, body: dict[str, object]) -> float:
+    """Milliseconds to a stream's first event; the stream is read to its end."""
+    t = time.perf_counter()
+    first = 0.0
+    with client.stream("POST", url, json=body) as r:
+        r.raise_for_status()
+        for chunk in r.iter_raw():
+            if not first and b"data:" in chunk:
+                first = time.perf_counter() - t
+    return first * 1000
+
+
 @dataclass
 class Row:
     """One client <- upstream pair through one proxy. Rates and CPU are per upstream
@@ -126,6 +142,7 @@ class Row:
     paced_events: int = 0
     paced_cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    first_events: list[float] = field(default_factory=list)
 
     def stream(self, client: httpx.Client, url: str, body: dict[str, object], pid: int) -> None:
         cpu0 = cpu_seconds(pid)
@@ -157,6 +174,7 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
     tls = ["--ssl-certfile", str(certs / "cert.pem"), "--ssl-keyfile", str(certs / "key.pem")]
     rows: dict[tuple[str, str, str], Row] = {}
     direct: dict[str, list[float]] = {up: [] for up in PROTOCOLS}
+    direct_first: dict[str, list[float]] = {up: [] for up in PROTOCOLS}
     # --pin: the proxies on the first CPU, the load (upstream and this client) on the
     # others, as in a deployment where the model server and the client are elsewhere
     proxy_cpus, load_cpus = args.cpus
@@ -208,8 +226,21 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
                 samples = [timed_post(client, base + path, body) for _ in range(10)]
                 if i >= 2:
                     rows[(t, cl, up)].latencies += samples
+        for i in range(args.requests // 10 + 2):
+            for up in PROTOCOLS:
+                path, body = request_for(up, up, stream=True, short=True)
+                samples = [first_event(client, upstream + path, body) for _ in range(10)]
+                if i >= 2:
+                    direct_first[up] += samples
+            for t, cl, up in pairs:
+                base, _ = proxies[t]
+                path, body = request_for(cl, up, stream=True, short=True)
+                samples = [first_event(client, base + path, body) for _ in range(10)]
+                if i >= 2:
+                    rows[(t, cl, up)].first_events += samples
     direct_p50 = {up: statistics.median(v) for up, v in direct.items()}
-    return Results(scheme, rows, direct_p50, args.transports)
+    first_p50 = {up: statistics.median(v) for up, v in direct_first.items()}
+    return Results(scheme, rows, direct_p50, first_p50, args.transports)
 
 
 def _split_cpus() -> tuple[set[int], set[int]]:
@@ -224,6 +255,7 @@ class Results:
     scheme: str
     rows: dict[tuple[str, str, str], Row]
     direct_p50: dict[str, float]
+    direct_first_p50: dict[str, float]
     transports: list[str]
 
 
@@ -234,13 +266,14 @@ def report(res: Results) -> None:
     )
     print(
         "client <- upstream     | events/s saturated (x pass-through) | paced (x) | "
-        "proxy CPU µs/event saturated / paced | added p50 ms"
+        "proxy CPU µs/event saturated / paced | added p50 ms | added first event p50 ms"
     )
     for t in res.transports:
         print(f"[{t}]")
-        worst = [9.0, 9.0, 0.0, 0.0]
+        worst = [9.0, 9.0, 0.0, 0.0, 0.0]
         ratios: list[float] = []  # saturated, translated pairs
         addeds: list[float] = []
+        firsts: list[float] = []
         for up in PROTOCOLS:
             base = res.rows[(t, up, up)]
             for cl in PROTOCOLS:
@@ -252,10 +285,14 @@ def report(res: Results) -> None:
                 cpu = row.cpu / row.events * 1e6
                 paced_cpu = row.paced_cpu / row.paced_events * 1e6
                 added = statistics.median(row.latencies) - res.direct_p50[up]
+                added_first = statistics.median(row.first_events) - res.direct_first_p50[up]
                 print(
                     f"{cl:>9} <- {up:<10} | {rate:8.0f} ({ratio:4.2f}x) | {paced:6.0f} "
-                    f"({paced_ratio:4.2f}x) | {cpu:5.1f} / {paced_cpu:5.1f} | {added:+5.2f}"
+                    f"({paced_ratio:4.2f}x) | {cpu:5.1f} / {paced_cpu:5.1f} | {added:+5.2f} "
+                    f"| {added_first:+5.2f}"
                 )
+                firsts.append(added_first)
+                worst[4] = max(worst[4], added_first)
                 addeds.append(added)
                 if cl != up:
                     ratios.append(ratio)
@@ -266,13 +303,15 @@ def report(res: Results) -> None:
         print(
             f"{res.scheme} {t}: worst translated / pass-through {worst[0]:.2f}x saturated, "
             f"{worst[1]:.2f}x paced; worst proxy CPU {worst[2]:.1f} µs/event saturated; "
-            f"worst added p50 {worst[3]:+.2f} ms"
+            f"worst added p50 {worst[3]:+.2f} ms, first event {worst[4]:+.2f} ms"
         )
         print(
             f"{res.scheme} {t}: median translated / pass-through {statistics.median(ratios):.2f}x "
             f"saturated, {sum(r < 0.9 for r in ratios)} of {len(ratios)} below 0.9x; median "
             f"added p50 {statistics.median(addeds):+.2f} ms, "
-            f"{sum(a <= 0.75 for a in addeds)} of {len(addeds)} pairs <= 0.75 ms"
+            f"{sum(a <= 0.75 for a in addeds)} of {len(addeds)} pairs <= 0.75 ms; median added "
+            f"first event p50 {statistics.median(firsts):+.2f} ms, "
+            f"{sum(a <= 0.75 for a in firsts)} of {len(firsts)} pairs <= 0.75 ms"
         )
 
 

@@ -2,7 +2,8 @@
 paths: a long synthetic stream (``BENCH_DELTAS`` text deltas and two tool calls, one
 frame per ASGI message) or a small non-streamed answer. A request whose model (in the
 body or, for Gemini, the path) contains ``paced`` gets 0.2 ms between frames, so each
-read downstream holds one frame, as a model's tokens arrive.
+read downstream holds one frame, as a model's tokens arrive; one whose model contains
+``short`` gets a stream of three deltas (for the time to a stream's first event).
 
     BENCH_DELTAS=4000 python -m uvicorn bench.stream_upstream:app --port 9000
 """
@@ -30,6 +31,7 @@ _PROTOCOLS: tuple[ProtocolName, ...] = (
 )
 _STREAMS = {p: frames(synthetic(p, _N)) for p in _PROTOCOLS}
 _PACED = {p: frames(synthetic(p, _PACED_N)) for p in _PROTOCOLS}
+_SHORT = {p: frames(synthetic(p, 3)) for p in _PROTOCOLS}
 _ANSWER = c.Response(
     id="bench-1",
     model="bench",
@@ -74,7 +76,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             "headers": [(b"content-type", b"text/event-stream")],
         }
     )
-    for frame in (_PACED if paced else _STREAMS)[protocol]:
+    short = b"short" in compact or "short" in path
+    for frame in (_PACED if paced else _SHORT if short else _STREAMS)[protocol]:
         await send({"type": "http.response.body", "body": frame, "more_body": True})
         if paced:
             await asyncio.sleep(0.0002)
