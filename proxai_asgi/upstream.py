@@ -5,6 +5,7 @@ back the same ``UpstreamResponse``, so everything above them is transport-agnost
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -324,8 +325,31 @@ class HttpTransport:
             # downstream compares lowercase names, as ASGI has them.
             headers = [(k.lower(), v) for k, v in response.headers.raw]
             yield UpstreamResponse(response.status_code, headers, _guard(chunks))
+            if not response.is_closed:  # done at its protocol's last event, bytes still due
+                await _read_out(chunks)
         finally:
             await response.aclose()
+
+
+# A body's rest is read (briefly, and not much of it) so that its connection is kept:
+# a translated stream stops at its protocol's last event, and the chunked terminator
+# comes with it or just after. Closed unread, the connection would be dropped, and
+# the next request would pay a new connect (over https a handshake). The client's
+# answer is complete by then; only this exchange's task waits.
+_READ_OUT_MAX = 64 * 1024
+_READ_OUT_GRACE = 1.0
+
+
+async def _read_out(chunks: AsyncIterator[bytes]) -> None:
+    import anyio
+    import httpx
+
+    budget = _READ_OUT_MAX
+    with anyio.move_on_after(_READ_OUT_GRACE), contextlib.suppress(httpx.HTTPError):
+        async for chunk in chunks:
+            budget -= len(chunk)
+            if budget < 0:
+                return
 
 
 async def _guard(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
