@@ -387,52 +387,9 @@ class Http1Pool:
             self._idle.setdefault(key, []).append(conn)
             self._n_idle += 1
         elif drain and conn.framing is not None and not conn.wire.eof:
-            self._drain(key, conn, conn.framing)
+            _drain(conn, conn.framing, self._draining, lambda c: self._release(key, c, drain=False))
         else:  # the client left, connection: close, or an error
             conn.close()
-
-    def _drain(self, key: _PoolKey, conn: _Conn, framing: Framing) -> None:
-        """The caller finished without reading the whole body: a translated stream
-        ends at its protocol's last event, and the chunked terminator may still be on
-        its way. Read the rest in the background, briefly, then keep the connection
-        (a new TCP connection per stream would cost a connect and a TIME_WAIT)."""
-        if framing.done:  # the terminator came in the read of the last event
-            if not framing.leftover:
-                conn.reusable = True
-            self._release(key, conn, drain=False)
-            return
-        wire = conn.wire
-        budget = _DRAIN_MAX
-        draining = self._draining
-        draining.add(conn)
-
-        def give_up() -> None:
-            wire.on_data = None
-            draining.discard(conn)
-            conn.close()
-
-        def on_data(data: bytes) -> None:
-            nonlocal budget
-            budget -= len(data)
-            try:
-                framing.feed(data)
-            except BodyError:
-                budget = -1
-            if budget < 0 or framing.leftover:
-                timer.cancel()
-                give_up()
-            elif framing.done:
-                timer.cancel()
-                wire.on_data = None
-                draining.discard(conn)
-                conn.reusable = True
-                self._release(key, conn, drain=False)
-
-        timer = asyncio.get_running_loop().call_later(_DRAIN_GRACE, give_up)
-        wire.on_data = on_data
-        pending = wire.take()
-        if pending:
-            on_data(pending)
 
     @property
     def idle(self) -> int:
@@ -451,6 +408,51 @@ class Http1Pool:
             conn.wire.on_data = None
             conn.close()
         self._draining.clear()
+
+
+def _drain(
+    conn: _Conn, framing: Framing, draining: set[_Conn], park: Callable[[_Conn], None]
+) -> None:
+    """The caller finished without reading the whole body: a translated stream ends at
+    its protocol's last event, and the chunked terminator may still be on its way.
+    Read the rest in the background, briefly (``conn`` is in ``draining`` meanwhile),
+    then ``park`` the connection (a new TCP connection per stream would cost a connect,
+    over https a handshake, and a TIME_WAIT)."""
+    if framing.done:  # the terminator came in the read of the last event
+        conn.reusable = not framing.leftover
+        park(conn)
+        return
+    wire = conn.wire
+    budget = _DRAIN_MAX
+    draining.add(conn)
+
+    def give_up() -> None:
+        wire.on_data = None
+        draining.discard(conn)
+        conn.close()
+
+    def on_data(data: bytes) -> None:
+        nonlocal budget
+        budget -= len(data)
+        try:
+            framing.feed(data)
+        except BodyError:
+            budget = -1
+        if budget < 0 or framing.leftover:
+            timer.cancel()
+            give_up()
+        elif framing.done:
+            timer.cancel()
+            wire.on_data = None
+            draining.discard(conn)
+            conn.reusable = True
+            park(conn)
+
+    timer = asyncio.get_running_loop().call_later(_DRAIN_GRACE, give_up)
+    wire.on_data = on_data
+    pending = wire.take()
+    if pending:
+        on_data(pending)
 
 
 _NAME_MISMATCH = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, ..._IP_ADDRESS_MISMATCH
