@@ -296,43 +296,100 @@ def call_id_for_history(i: int, j: int) -> str:
 
 
 def _contents_in(contents: list[wire.Content], report: TranslationReport) -> list[c.Message]:
+    """The conversation in one walk. The usual turns (a model turn of text and calls, a
+    tool answer of one function response with an id and a text ``output``) are made
+    inline; any other turn or part goes through the general code.
+
+    An id-less function response answers the earliest unanswered call of its name in
+    the last model turn: that list is only made (``_unanswered``) when a turn needs it,
+    from the turn's parts and the ids answered since, as if kept all along."""
     messages: list[c.Message] = []
-    unanswered: list[tuple[str, str]] = []  # (name, id) of calls not yet answered
+    add = messages.append
+    turn: list[c.Part] = []  # the last model turn's parts
+    answered: list[str] | None = []  # the ids answered since; None once made into:
+    unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
     for i, content in enumerate(contents):
-        role = content.role or "user"
+        role, parts = content.role, content.parts
         if role == "model":
-            parts, unanswered = _model_parts(content.parts, i, report)
-            messages.append(c.Message(role="assistant", content=parts))
-        elif role == "user" or role == "function":
-            given = content.parts
-            answer = _tool_answer(given[0]) if len(given) == 1 else None
-            if answer is not None:  # the usual turn: one function response, with an id
-                for k, call in enumerate(unanswered):
-                    if call[1] == answer.call_id:
-                        del unanswered[k]
-                        break
-                messages.append(c.Message(role="tool", content=[answer]))
-            else:
-                _user_turn(given, i, unanswered, report, messages)
+            out: list[c.Part] = []
+            calls = 0
+            for p in parts:
+                signature, fc = p.thought_signature, p.function_call
+                if p.thought or (signature and signature.startswith(_PACKED_HEAD)):
+                    calls += _other_part_in(p, out, i, calls, report)
+                elif fc is not None:
+                    if signature:  # Gemini's own: a bare reasoning part before the call
+                        out.append(_Reasoning(text="", summary=True, thought_signature=signature))
+                    args = fc.args
+                    out.append(
+                        _ToolCall(
+                            id=fc.id or call_id_for_history(i, calls),
+                            name=fc.name,
+                            arguments=(_EMPTY_ARGS if args is None else _encode(args)).decode(),
+                        )
+                    )
+                    calls += 1
+                elif (text := p.text) is None:
+                    calls += _other_part_in(p, out, i, calls, report)
+                else:
+                    if signature:
+                        out.append(_Reasoning(text="", summary=True, thought_signature=signature))
+                    if text:
+                        if out and type(out[-1]) is _Text:
+                            out[-1].text += text
+                        else:
+                            out.append(_Text(text=text))
+            add(_Message(role="assistant", content=out))
+            turn, answered = out, []
+        elif not role or role == "user" or role == "function":
+            if len(parts) == 1 and (fr := parts[0].function_response) is not None:
+                call_id, response = fr.id, fr.response
+                if (
+                    call_id is not None
+                    and not fr.parts
+                    and response is not None
+                    and len(response) == 1
+                    and type(output := response.get("output")) is str
+                ):  # the usual answer, as _user_turn makes it
+                    if answered is not None:
+                        answered.append(call_id)
+                    else:
+                        _answer(unanswered, call_id)
+                    result = _ToolResult(
+                        call_id=call_id, content=[_Text(text=output)] if output else []
+                    )
+                    add(_Message(role="tool", content=[result]))
+                    continue
+            if answered is not None:
+                unanswered, answered = _unanswered(turn, answered), None
+            _user_turn(parts, i, unanswered, report, messages)
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
     return messages
 
 
-def _tool_answer(p: wire.Part) -> c.ToolResult | None:
-    """The result of a function response with an id and a text ``output`` (all else
-    None), as ``_user_turn`` makes it."""
-    fr = p.function_response
-    if fr is None or fr.id is None or fr.parts:
-        return None
-    response = fr.response
-    if response is None or len(response) != 1:
-        return None
-    output = response.get("output")
-    if type(output) is not str:
-        return None
-    return c.ToolResult(call_id=fr.id, content=[c.Text(text=output)] if output else [])
+def _unanswered(turn: list[c.Part], answered: list[str]) -> list[tuple[str, str]]:
+    """The (name, id) of a model turn's calls that ``answered`` leaves unanswered."""
+    unanswered = [(p.name, p.id) for p in turn if type(p) is c.ToolCall]
+    for call_id in answered:
+        _answer(unanswered, call_id)
+    return unanswered
+
+
+def _answer(unanswered: list[tuple[str, str]], call_id: str) -> None:
+    for k, call in enumerate(unanswered):
+        if call[1] == call_id:
+            del unanswered[k]
+            return
+
+
+# Bound once: the decode's inner loops look these up for every part.
+_Text, _ToolCall, _Reasoning = c.Text, c.ToolCall, c.Reasoning
+_Message, _ToolResult = c.Message, c.ToolResult
+_PACKED_HEAD = signatures.PACKED_HEAD
+_encode = _encoder.encode
+_EMPTY_ARGS = b"{}"
 
 
 def _media_in(p: wire.Part) -> c.Part | None:
@@ -347,51 +404,6 @@ def _media_in(p: wire.Part) -> c.Part | None:
             return c.Image(url=p.file_data.file_uri, media_type=mime)
         return c.File(url=p.file_data.file_uri, media_type=mime or None)
     return None
-
-
-def _model_parts(
-    parts: list[wire.Part], i: int, report: TranslationReport
-) -> tuple[list[c.Part], list[tuple[str, str]]]:
-    """A model turn's parts as ``parts_in`` makes them, and its calls' (name, id). The
-    usual parts (text, a function call, either with Gemini's own signature) are made
-    here, one call fewer each; any other part goes through ``parts_in``, which sees the
-    same ``out``."""
-    out: list[c.Part] = []
-    made: list[tuple[str, str]] = []
-    calls = 0
-    for p in parts:
-        signature, fc = p.thought_signature, p.function_call
-        if (
-            p.thought
-            or (signature and signature.startswith(signatures.PACKED_HEAD))
-            or (fc is None and p.text is None)
-        ):
-            made_call = _other_part_in(p, out, i, calls, report)
-            call = out[-1] if made_call else None  # a call is the last part made of its part
-            if type(call) is c.ToolCall:
-                made.append((call.name, call.id))
-            calls += made_call
-            continue
-        if signature:  # Gemini's own: a bare reasoning part before the one it signs
-            out.append(c.Reasoning(text="", summary=True, thought_signature=signature))
-        if fc is not None:
-            args, call_id = fc.args, fc.id or call_id_for_history(i, calls)
-            out.append(
-                c.ToolCall(
-                    id=call_id,
-                    name=fc.name,
-                    arguments=_encoder.encode(args if args is not None else {}).decode(),
-                )
-            )
-            made.append((fc.name, call_id))
-            calls += 1
-        elif p.text:
-            last = out[-1] if out else None
-            if type(last) is c.Text:
-                last.text += p.text
-            else:
-                out.append(c.Text(text=p.text))
-    return out, made
 
 
 def _other_part_in(
@@ -757,7 +769,6 @@ def _args_out(arguments: str, kind: str) -> dict[str, Any]:
 
 
 # Bound once: the encode's inner loops look these up for every part.
-_Text, _ToolCall = c.Text, c.ToolCall
 _Part, _FunctionCall = wire.Part, wire.FunctionCall
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
