@@ -729,29 +729,89 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
     return wire.Content(parts=parts) if parts else None
 
 
+# Bound once: the encode's inner loops look these up for every part.
+_Part, _FunctionCall = wire.Part, wire.FunctionCall
+_FunctionResponse, _Content = wire.FunctionResponse, wire.Content
+_SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
+
+
 def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.Content]:
+    """The conversation as Gemini turns, in one walk. The usual parts (a model turn's
+    text and calls, a tool result's text, a user text) are made inline; a model turn
+    with any other part goes through ``_model_out``, any other user part through
+    ``_user_part_out``."""
     turns: list[wire.Content] = []
     last: wire.Content | None = None
+    last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.FunctionResponse] = []  # named once every call is known
+    mixed: list[wire.Content] = []  # user turns of several parts, to order
     for m in messages:
+        parts: list[wire.Part] = []
         if m.role == "assistant":
-            role, parts = "model", _model_out(m.content, names, report)
+            role = "model"
+            first = True  # the first call gets the skip-validator signature (no Gemini's)
+            for p in m.content:
+                if type(p) is _ToolCall:
+                    call_id = p.id
+                    names[call_id] = name = p.name
+                    part = _Part(
+                        function_call=_FunctionCall(
+                            name=name,
+                            args=_args_out(p.arguments, p.kind),
+                            id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                        )
+                    )
+                    if first:
+                        part.thought_signature, first = _SKIP_VALIDATOR, False
+                elif type(p) is _Text:
+                    if not p.text:
+                        continue
+                    part = _Part(text=p.text)
+                else:  # a signature, a thought, media: the general walk, from the start
+                    parts = _model_out(m.content, names, report)
+                    break
+                parts.append(part)
         else:
-            role, parts = "user", _user_out(m, names, answers, report)
+            role = "user"
+            for p in m.content:
+                if type(p) is _ToolResult:
+                    call_id, result = p.call_id, p.content
+                    text = result[0] if len(result) == 1 else None
+                    if type(text) is _Text and text.text[:1] != "{" and not p.is_error:
+                        response = _FunctionResponse(
+                            name=call_id,  # until every call's name is known
+                            response={"output": text.text},  # as result_response_out
+                            id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                        )
+                        answers.append(response)
+                        parts.append(_Part(function_response=response))
+                        continue
+                elif type(p) is _Text:
+                    if p.text:
+                        parts.append(_Part(text=p.text))
+                    continue
+                _user_part_out(p, parts, names, answers, report)
         if not parts:
             continue
-        if last is not None and last.role == role:
-            last.parts.extend(parts)
+        if last_role == role:
+            last.parts.extend(parts)  # type: ignore[union-attr]
+            if role == "user" and (not mixed or mixed[-1] is not last):
+                mixed.append(last)  # type: ignore[arg-type]
         else:
-            last = wire.Content(role=role, parts=parts)
+            last, last_role = _Content(role=role, parts=parts), role
             turns.append(last)
+            if len(parts) > 1 and role == "user":
+                mixed.append(last)
     for fr in answers:  # its name holds the call's id until here
         fr.name = names.get(fr.name, fr.name)
-    for t in turns:  # function responses come first in a user turn
-        if t.role == "user" and len(t.parts) > 1:
-            t.parts.sort(key=lambda p: p.function_response is None)
+    for t in mixed:  # function responses come first in a user turn
+        t.parts.sort(key=_not_a_response)
     return turns
+
+
+def _not_a_response(p: wire.Part) -> bool:
+    return p.function_response is None
 
 
 def _args_out(arguments: str, kind: str) -> dict[str, Any]:
@@ -766,11 +826,6 @@ def _args_out(arguments: str, kind: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ProxyError.invalid("tool call arguments must be a JSON object")
     return value
-
-
-# Bound once: the encode's inner loops look these up for every part.
-_Part, _FunctionCall = wire.Part, wire.FunctionCall
-_SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
 def _model_out(
@@ -851,30 +906,37 @@ def _user_out(
 ) -> list[wire.Part]:
     out: list[wire.Part] = []
     for p in m.content:
-        if type(p) is c.ToolResult:
-            call_id, result = p.call_id, p.content
-            text = result[0] if len(result) == 1 else None
-            if type(text) is _Text and text.text[:1] != "{" and not p.is_error:
-                value = {"output": text.text}  # the usual result, as result_response_out
-            else:
-                value = result_response_out(p, report)
-            response = wire.FunctionResponse(
-                name=call_id,  # until every call's name is known
-                response=value,
-                id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
-            )
-            answers.append(response)
-            out.append(wire.Part(function_response=response))
-        elif type(p) is c.Text or type(p) is c.Refusal:
-            if p.text:
-                out.append(wire.Part(text=p.text))
-        elif type(p) is c.Image or type(p) is c.File:
-            out.append(_media_out(p))
-        else:
-            if type(p) is c.ToolCall:
-                names[p.id] = p.name
-            report.drop(f"messages.content.{type(p).__struct_config__.tag}")
+        _user_part_out(p, out, names, answers, report)
     return out
+
+
+def _user_part_out(
+    p: c.Part,
+    out: list[wire.Part],
+    names: dict[str, str],
+    answers: list[wire.FunctionResponse],
+    report: TranslationReport,
+) -> None:
+    """A part of a user (or tool) message appended to ``out``; a function response's
+    name holds the call's id until every call's name is known."""
+    if type(p) is c.ToolResult:
+        call_id = p.call_id
+        response = wire.FunctionResponse(
+            name=call_id,
+            response=result_response_out(p, report),
+            id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+        )
+        answers.append(response)
+        out.append(wire.Part(function_response=response))
+    elif type(p) is c.Text or type(p) is c.Refusal:
+        if p.text:
+            out.append(wire.Part(text=p.text))
+    elif type(p) is c.Image or type(p) is c.File:
+        out.append(_media_out(p))
+    else:
+        if type(p) is c.ToolCall:
+            names[p.id] = p.name
+        report.drop(f"messages.content.{type(p).__struct_config__.tag}")
 
 
 def _media_out(p: c.Image | c.File) -> wire.Part:
