@@ -161,10 +161,10 @@ def count_tokens_request(body: bytes) -> c.Request:
 def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
-    req = _decode_camel(body)
-    if req is None:
-        req = convert_request(parse_body(body, report))
-    return to_canonical(req, report, model, stream)
+    fast = _decode_camel(body)
+    if fast is None:
+        return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+    return to_canonical(fast[0], report, model, stream, fast[1])
 
 
 # The fast path: a body written in camelCase only (what every SDK sends) decodes
@@ -212,21 +212,59 @@ def _leaves(t: Any) -> list[Any]:
 @functools.cache
 def _strict_decoder() -> msgspec.json.Decoder[wire.GenerateContentRequest]:
     """Built by the first Gemini client body (the strict classes and their decoder
-    cost ~2 ms at import, which a Gemini upstream alone never needs)."""
-    return msgspec.json.Decoder(_strict(wire.GenerateContentRequest, {}))
+    cost ~2 ms at import, which a Gemini upstream alone never needs). Its ``tools`` are
+    left as raw JSON, for ``_tools_decoders``."""
+    strict = _strict(wire.GenerateContentRequest, {})
+    raw_tools = msgspec.defstruct(
+        "StrictRawToolsRequest",
+        [("tools", msgspec.Raw, msgspec.Raw())],
+        bases=(strict,),
+        forbid_unknown_fields=True,
+    )
+    return msgspec.json.Decoder(raw_tools)
 
 
-def _decode_camel(body: bytes) -> wire.GenerateContentRequest | None:
+@functools.cache
+def _tools_decoders() -> tuple[
+    msgspec.json.Decoder[list[wire.FunctionTool] | None],
+    msgspec.json.Decoder[list[dict[str, Any]] | None],
+]:
+    """The tools typed when they are the usual ones (function declarations only,
+    camelCase), and as dicts otherwise; built with ``_strict_decoder``."""
+    tool: Any = _strict(wire.FunctionTool, {})
+    return msgspec.json.Decoder(list[tool] | None), msgspec.json.Decoder(
+        list[dict[str, Any]] | None
+    )
+
+
+def _decode_camel(
+    body: bytes,
+) -> tuple[wire.GenerateContentRequest, list[wire.FunctionTool] | None] | None:
+    """The body decoded by the strict classes, and its tools when they are the usual
+    ones (``req.tools`` is then None); None when the general path must decode it."""
     try:
         req: wire.GenerateContentRequest = _strict_decoder().decode(body)
     except (msgspec.DecodeError, ValueError):
         return None  # not JSON, not camelCase, or invalid: the general path says which
+    raw: msgspec.Raw = req.tools  # type: ignore[assignment]
+    req.tools = None
+    if not raw:  # no ``tools`` key
+        return req, None
+    typed, untyped = _tools_decoders()
+    try:
+        return req, typed.decode(raw)
+    except (msgspec.DecodeError, ValueError):
+        pass
+    try:
+        tools = untyped.decode(raw)
+    except (msgspec.DecodeError, ValueError):
+        return None
     # Of the untyped objects below a Struct, only the tools are read beyond whether they
     # are there (the others are reported as dropped): only they need the general path's
     # renaming, and the usual function declarations are camelCase already.
-    if req.tools is not None:
-        req.tools = _camel_tools(req.tools)
-    return req
+    if tools is not None:
+        req.tools = _camel_tools(tools)
+    return req, None
 
 
 _DECLARATION_KEYS = frozenset(
@@ -249,13 +287,24 @@ def _camel_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def to_canonical(
-    req: wire.GenerateContentRequest, report: TranslationReport, model: str, stream: bool
+    req: wire.GenerateContentRequest,
+    report: TranslationReport,
+    model: str,
+    stream: bool,
+    function_tools: list[wire.FunctionTool] | None = None,
 ) -> c.Request:
+    """The canonical request; ``function_tools`` are the usual tools, typed by the fast
+    decode (the request's own ``tools`` are then None)."""
     if not req.contents:
         raise ProxyError.invalid("contents: at least one content is required", "contents")
     system = _system_in(req.system_instruction)
     messages = _contents_in(req.contents, report)
-    tools, hosted = _tools_in(req.tools or [], report)
+    if function_tools is None:
+        tools, hosted = _tools_in(req.tools or [], report)
+    else:
+        tools, hosted = [], []
+        for t in function_tools:
+            _declarations_in(t.function_declarations or [], tools, report)
     out = c.Request(
         model=model,
         messages=messages,
@@ -549,22 +598,28 @@ def _tools_in(
                 else:  # an error at the root of the converted value names no path
                     message += f" - at {where}`"
                 raise _invalid(ValueError(message)) from None
-            for d in decls:
-                params = d.parameters_json_schema
-                if params is None and d.parameters is not None:
-                    params = schema_to_json(d.parameters)
-                if d.response is not None or d.response_json_schema is not None:
-                    report.drop("functionDeclarations.response")
-                if d.behavior is not None:
-                    report.drop("functionDeclarations.behavior")
-                tools.append(
-                    c.Tool(
-                        name=d.name,
-                        description=d.description or None,
-                        parameters=params if isinstance(params, dict) else None,
-                    )
-                )
+            _declarations_in(decls, tools, report)
     return tools, hosted
+
+
+def _declarations_in(
+    decls: list[wire.FunctionDeclaration], tools: list[c.Tool], report: TranslationReport
+) -> None:
+    for d in decls:
+        params = d.parameters_json_schema
+        if params is None and d.parameters is not None:
+            params = schema_to_json(d.parameters)
+        if d.response is not None or d.response_json_schema is not None:
+            report.drop("functionDeclarations.response")
+        if d.behavior is not None:
+            report.drop("functionDeclarations.behavior")
+        tools.append(
+            c.Tool(
+                name=d.name,
+                description=d.description or None,
+                parameters=params if isinstance(params, dict) else None,
+            )
+        )
 
 
 def _tool_config_in(

@@ -81,6 +81,14 @@ class FunctionDeclaration(_Wire):
     behavior: str | None = None
 
 
+class FunctionTool(_Wire, forbid_unknown_fields=True):
+    """A tool made of function declarations only, every key camelCase: the usual one,
+    which a client body's fast decode types in the one pass (any other tool is read as
+    a dict)."""
+
+    function_declarations: list[FunctionDeclaration] | None = None
+
+
 class FunctionCallingConfig(_Wire):
     mode: str | None = None  # AUTO / ANY / NONE / VALIDATED
     allowed_function_names: list[str] | None = None
