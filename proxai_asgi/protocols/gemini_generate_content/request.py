@@ -748,13 +748,13 @@ def encode_request(
     return _encoder.encode(to_wire(request, report))
 
 
-def to_wire(request: c.Request, report: TranslationReport) -> wire.GenerateContentRequest:
+def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
     if not RARE_REQUEST_FIELDS(request):
         _check_fields(request, report)
     if request.parallel_tool_calls is False:
         report.drop("parallel_tool_calls")
     tools = _tools_out(request, report)
-    return wire.GenerateContentRequest(
+    return wire.UpstreamRequest(
         contents=_contents_out(request.messages, report),
         system_instruction=_system_out(request.system),
         tools=tools or None,
@@ -785,24 +785,27 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
 
 
 # Bound once: the encode's inner loops look these up for every part.
-_Part, _FunctionCall = wire.Part, wire.FunctionCall
-_FunctionResponse, _Content = wire.FunctionResponse, wire.Content
+_FunctionCall, _FunctionResponse = wire.FunctionCall, wire.FunctionResponse
+_TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
+_Content = wire.UpstreamContent
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
-def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.Content]:
+def _contents_out(
+    messages: list[c.Message], report: TranslationReport
+) -> list[wire.UpstreamContent]:
     """The conversation as Gemini turns, in one walk. The usual parts (a model turn's
     text and calls, a tool result's text, a user text) are made inline; a model turn
     with any other part goes through ``_model_out``, any other user part through
     ``_user_part_out``."""
-    turns: list[wire.Content] = []
-    last: wire.Content | None = None
+    turns: list[wire.UpstreamContent] = []
+    last: wire.UpstreamContent | None = None
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.FunctionResponse] = []  # named once every call is known
-    mixed: list[wire.Content] = []  # user turns of several parts, to order
+    mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
     for m in messages:
-        parts: list[wire.Part] = []
+        parts: list[wire.UpstreamPart] = []
         if m.role == "assistant":
             role = "model"
             first = True  # the first call gets the skip-validator signature (no Gemini's)
@@ -810,19 +813,19 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                 if type(p) is _ToolCall:
                     call_id = p.id
                     names[call_id] = name = p.name
-                    part = _Part(
+                    part: wire.UpstreamPart = _CallPart(
+                        thought_signature=_SKIP_VALIDATOR if first else None,
                         function_call=_FunctionCall(
                             name=name,
                             args=_args_out(p.arguments, p.kind),
                             id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
-                        )
+                        ),
                     )
-                    if first:
-                        part.thought_signature, first = _SKIP_VALIDATOR, False
+                    first = False
                 elif type(p) is _Text:
                     if not p.text:
                         continue
-                    part = _Part(text=p.text)
+                    part = _TextPart(p.text)
                 else:  # a signature, a thought, media: the general walk, from the start
                     parts = _model_out(m.content, names, report)
                     break
@@ -840,11 +843,11 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                             id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
                         )
                         answers.append(response)
-                        parts.append(_Part(function_response=response))
+                        parts.append(_ResponsePart(response))
                         continue
                 elif type(p) is _Text:
                     if p.text:
-                        parts.append(_Part(text=p.text))
+                        parts.append(_TextPart(p.text))
                     continue
                 _user_part_out(p, parts, names, answers, report)
         if not parts:
@@ -854,7 +857,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
             if role == "user" and (not mixed or mixed[-1] is not last):
                 mixed.append(last)  # type: ignore[arg-type]
         else:
-            last, last_role = _Content(role=role, parts=parts), role
+            last, last_role = _Content(role, parts), role
             turns.append(last)
             if len(parts) > 1 and role == "user":
                 mixed.append(last)
@@ -865,8 +868,8 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     return turns
 
 
-def _not_a_response(p: wire.Part) -> bool:
-    return p.function_response is None
+def _not_a_response(p: wire.UpstreamPart) -> bool:
+    return type(p) is not wire.ResponsePart
 
 
 def _args_out(arguments: str, kind: str) -> dict[str, Any]:
@@ -885,16 +888,16 @@ def _args_out(arguments: str, kind: str) -> dict[str, Any]:
 
 def _model_out(
     content: list[c.Part], names: dict[str, str], report: TranslationReport
-) -> list[wire.Part]:
-    out: list[wire.Part] = []
+) -> list[wire.UpstreamPart]:
+    out: list[wire.UpstreamPart] = []
     pending: str | None = None  # a bare signature for the next part
     calls = 0
     for p in content:
-        part: wire.Part
+        part: wire.Part | wire.CallPart
         if type(p) is _ToolCall:
             call_id = p.id
             names[call_id] = p.name
-            part = _Part(
+            part = _CallPart(
                 function_call=_FunctionCall(
                     name=p.name,
                     args=_args_out(p.arguments, p.kind),
@@ -907,7 +910,7 @@ def _model_out(
         elif type(p) is _Text or type(p) is c.Refusal:
             if not p.text:
                 continue
-            part = _Part(text=p.text)
+            part = wire.Part(text=p.text)
         elif type(p) is c.Reasoning:
             sig = p.thought_signature
             if sig is None:
@@ -958,8 +961,8 @@ def _user_out(
     names: dict[str, str],
     answers: list[wire.FunctionResponse],
     report: TranslationReport,
-) -> list[wire.Part]:
-    out: list[wire.Part] = []
+) -> list[wire.UpstreamPart]:
+    out: list[wire.UpstreamPart] = []
     for p in m.content:
         _user_part_out(p, out, names, answers, report)
     return out
@@ -967,7 +970,7 @@ def _user_out(
 
 def _user_part_out(
     p: c.Part,
-    out: list[wire.Part],
+    out: list[wire.UpstreamPart],
     names: dict[str, str],
     answers: list[wire.FunctionResponse],
     report: TranslationReport,
@@ -982,10 +985,10 @@ def _user_part_out(
             id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
         )
         answers.append(response)
-        out.append(wire.Part(function_response=response))
+        out.append(_ResponsePart(response))
     elif type(p) is c.Text or type(p) is c.Refusal:
         if p.text:
-            out.append(wire.Part(text=p.text))
+            out.append(_TextPart(p.text))
     elif type(p) is c.Image or type(p) is c.File:
         out.append(_media_out(p))
     else:

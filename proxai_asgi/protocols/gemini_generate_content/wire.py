@@ -145,6 +145,48 @@ class CountTokensRequest(_Wire):
     generate_content_request: GenerateContentRequest | None = None
 
 
+# ------------------------------------------------------ upstream request (encode only)
+# The encoder's usual parts as Structs of their own: a ``Part`` sets its ten fields on
+# every instance and ``omit_defaults`` tests them all when encoding; these hold only
+# what they send, in the order ``Part`` sends it, and are built positionally. Never
+# decoded (a union of several Structs cannot be), so the unions below are fine.
+
+
+class _Out(msgspec.Struct, omit_defaults=True, rename="camel", gc=False):
+    pass
+
+
+class TextPart(_Out):
+    text: str
+
+
+class CallPart(_Out, kw_only=True):
+    thought_signature: str | None = None  # before the call, as ``Part`` sends it
+    function_call: FunctionCall
+
+
+class ResponsePart(_Out):
+    function_response: FunctionResponse
+
+
+UpstreamPart = Part | TextPart | CallPart | ResponsePart
+
+
+class UpstreamContent(_Out):
+    role: str
+    parts: list[UpstreamPart]
+
+
+class UpstreamRequest(_Out, kw_only=True):
+    """A ``GenerateContentRequest`` as the encoder sends it (the same fields, in order)."""
+
+    contents: list[UpstreamContent] = msgspec.field(default_factory=list)  # [] is left out
+    system_instruction: Content | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_config: ToolConfig | None = None
+    generation_config: GenerationConfig | None = None
+
+
 # ------------------------------------------------------------------- response
 
 

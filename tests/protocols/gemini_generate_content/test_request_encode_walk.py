@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.gemini_generate_content import request, wire
 
@@ -60,8 +61,8 @@ _user = st.builds(
 )
 
 
-def _reference(messages: list[c.Message], report: TranslationReport) -> list[wire.Content]:
-    turns: list[wire.Content] = []
+def _reference(messages: list[c.Message], report: TranslationReport) -> list[wire.UpstreamContent]:
+    turns: list[wire.UpstreamContent] = []
     names: dict[str, str] = {}
     answers: list[wire.FunctionResponse] = []
     for m in messages:
@@ -74,12 +75,12 @@ def _reference(messages: list[c.Message], report: TranslationReport) -> list[wir
         if turns and turns[-1].role == role:
             turns[-1].parts.extend(parts)
         else:
-            turns.append(wire.Content(role=role, parts=parts))
+            turns.append(wire.UpstreamContent(role, parts))
     for fr in answers:
         fr.name = names.get(fr.name, fr.name)
     for t in turns:
         if t.role == "user":
-            t.parts.sort(key=lambda p: p.function_response is None)
+            t.parts.sort(key=lambda p: type(p) is not wire.ResponsePart)
     return turns
 
 
@@ -110,4 +111,16 @@ def test_a_merged_user_turn_puts_its_responses_first(first: str) -> None:
     if first == "tool":
         messages[1:] = messages[2:0:-1]
     turns = request._contents_out(messages, TranslationReport())
-    assert [p.function_response is not None for p in turns[1].parts] == [True, False]
+    assert [type(p) for p in turns[1].parts] == [wire.ResponsePart, wire.TextPart]
+
+
+def test_the_upstream_body_leaves_out_what_it_does_not_hold() -> None:
+    options = UpstreamOptions()
+    empty = c.Request(model="m", messages=[])
+    assert request.encode_request(empty, TranslationReport(), options) == b"{}"
+    call = c.ToolCall(id="gcall_h1_0", name="read", arguments='{"a":1}')
+    one = c.Request(model="m", messages=[c.Message(role="assistant", content=[call])])
+    assert request.encode_request(one, TranslationReport(), options) == (
+        b'{"contents":[{"role":"model","parts":[{"thoughtSignature":'
+        b'"skip_thought_signature_validator","functionCall":{"name":"read","args":{"a":1}}}]}]}'
+    )
