@@ -788,6 +788,7 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
 _FunctionCall, _FunctionResponse = wire.FunctionCall, wire.FunctionResponse
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
+_decode_json = _json.decode
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
@@ -811,13 +812,17 @@ def _contents_out(
             first = True  # the first call gets the skip-validator signature (no Gemini's)
             for p in m.content:
                 if type(p) is _ToolCall:
-                    call_id = p.id
+                    call_id, arguments = p.id, p.arguments
                     names[call_id] = name = p.name
+                    try:  # the usual arguments: a JSON object (_args_out says the rest)
+                        args = _decode_json(arguments) if arguments and p.kind == "function" else 0
+                    except (msgspec.DecodeError, ValueError):
+                        args = 0
                     part: wire.UpstreamPart = _CallPart(
                         thought_signature=_SKIP_VALIDATOR if first else None,
                         function_call=_FunctionCall(
                             name=name,
-                            args=_args_out(p.arguments, p.kind),
+                            args=args if type(args) is dict else _args_out(arguments, p.kind),
                             id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
                         ),
                     )
