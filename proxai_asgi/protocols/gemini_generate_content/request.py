@@ -1062,6 +1062,9 @@ def _tool_config_out(
     return wire.ToolConfig(function_calling_config=fcc)
 
 
+_NO_GENERATION_CONFIG = wire.GenerationConfig()  # compared with, never changed
+
+
 def _generation_config_out(
     request: c.Request, report: TranslationReport
 ) -> wire.GenerationConfig | None:
@@ -1078,7 +1081,7 @@ def _generation_config_out(
         g.response_mime_type = "application/json"
         if rf.type == "json_schema" and rf.schema is not None:
             g.response_json_schema = rf.schema
-    return g if g != wire.GenerationConfig() else None
+    return g if g != _NO_GENERATION_CONFIG else None
 
 
 def _thinking_out(rc: c.ReasoningConfig | None) -> wire.ThinkingConfig | None:
