@@ -391,15 +391,20 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             add(_Message(role="assistant", content=out))
             turn, answered = out, []
         elif not role or role == "user" or role == "function":
-            if len(parts) == 1 and (fr := parts[0].function_response) is not None:
-                call_id, response = fr.id, fr.response
-                if (
-                    call_id is not None
+            if len(parts) == 1:  # the usual user turns, as _user_turn makes them
+                p = parts[0]
+                fr = p.function_response
+                if fr is None:
+                    if p.text and not p.thought:  # a text
+                        add(_Message(role="user", content=[_Text(text=p.text)]))
+                        continue
+                elif (
+                    (call_id := fr.id) is not None
                     and not fr.parts
-                    and response is not None
+                    and (response := fr.response) is not None
                     and len(response) == 1
                     and type(output := response.get("output")) is str
-                ):  # the usual answer, as _user_turn makes it
+                ):  # an answer with an id and a text output
                     if answered is not None:
                         answered.append(call_id)
                     else:

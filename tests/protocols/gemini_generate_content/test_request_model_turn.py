@@ -112,7 +112,9 @@ _user_turns = st.builds(
     role=st.sampled_from([None, "", "user", "function"]),
     parts=st.lists(
         st.builds(wire.Part, function_response=_responses)
-        | st.builds(wire.Part, text=st.sampled_from(["", "a"])),
+        | st.builds(wire.Part, text=st.sampled_from(["", "a"]), thought=st.none() | st.just(True))
+        | st.builds(wire.Part, text=st.just("a"), function_response=_responses)
+        | st.just(wire.Part(inline_data=wire.Blob(mime_type="image/png", data="iVBO"))),
         max_size=3,
     ),
 )
