@@ -364,7 +364,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             calls = 0
             for p in parts:
                 signature, fc = p.thought_signature, p.function_call
-                if p.thought or (signature and signature.startswith(_PACKED_HEAD)):
+                if p.thought or (signature and _PACKED_LOW <= signature < _PACKED_HIGH):
                     calls += _other_part_in(p, out, i, calls, report)
                 elif fc is not None:
                     if signature:  # Gemini's own: a bare reasoning part before the call
@@ -441,7 +441,15 @@ def _answer(unanswered: list[tuple[str, str]], call_id: str) -> None:
 # Bound once: the decode's inner loops look these up for every part.
 _Text, _ToolCall, _Reasoning = c.Text, c.ToolCall, c.Reasoning
 _Message, _ToolResult = c.Message, c.ToolResult
-_PACKED_HEAD = signatures.PACKED_HEAD
+
+
+def _prefix_range(prefix: str) -> tuple[str, str]:
+    """(low, high) such that a string starts with ``prefix`` exactly when
+    ``low <= s < high``: two string comparisons, half the time of ``startswith``."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+_PACKED_LOW, _PACKED_HIGH = _prefix_range(signatures.PACKED_HEAD)
 _encode = _encoder.encode
 _EMPTY_ARGS = b"{}"
 
@@ -794,6 +802,7 @@ _FunctionCall, _FunctionResponse = wire.FunctionCall, wire.FunctionResponse
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
 _decode_json = _json.decode
+_DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
@@ -828,7 +837,7 @@ def _contents_out(
                         function_call=_FunctionCall(
                             name=name,
                             args=args if type(args) is dict else _args_out(arguments, p.kind),
-                            id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),
                     )
                     first = False
@@ -850,7 +859,7 @@ def _contents_out(
                         response = _FunctionResponse(
                             name=call_id,  # until every call's name is known
                             response={"output": text.text},  # as result_response_out
-                            id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
                         answers.append(response)
                         parts.append(_ResponsePart(response))

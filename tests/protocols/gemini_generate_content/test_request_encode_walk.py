@@ -20,7 +20,9 @@ from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.gemini_generate_content import request, wire
 
-_ids = st.sampled_from(["call_1", "call_2", "gcall_h1_0"])
+_ids = st.sampled_from(
+    ["call_1", "call_2", "gcall_h1_0", "gcall_", "gcall", "gcall`", "toolu_1", ""]
+)
 _calls = st.builds(
     c.ToolCall,
     id=_ids,
@@ -124,3 +126,10 @@ def test_the_upstream_body_leaves_out_what_it_does_not_hold() -> None:
         b'{"contents":[{"role":"model","parts":[{"thoughtSignature":'
         b'"skip_thought_signature_validator","functionCall":{"name":"read","args":{"a":1}}}]}]}'
     )
+
+
+@given(st.text(alphabet="acgl_`z{" + chr(0x10FFFF), max_size=8))
+def test_a_prefix_range_holds_what_starts_with_the_prefix(s: str) -> None:
+    for prefix in (request.DERIVED_CALL_PREFIX, "g", "l`"):
+        low, high = request._prefix_range(prefix)
+        assert (low <= s < high) == s.startswith(prefix)
