@@ -803,6 +803,7 @@ _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.Respons
 _Content = wire.UpstreamContent
 _decode_json = _json.decode
 _DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
+_OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
@@ -855,7 +856,11 @@ def _contents_out(
                 if type(p) is _ToolResult:
                     call_id, result = p.call_id, p.content
                     text = result[0] if len(result) == 1 else None
-                    if type(text) is _Text and text.text[:1] != "{" and not p.is_error:
+                    if (
+                        type(text) is _Text
+                        and not (_OBJECT_LOW <= text.text < _OBJECT_HIGH)  # no "{" first
+                        and not p.is_error
+                    ):
                         response = _FunctionResponse(
                             name=call_id,  # until every call's name is known
                             response={"output": text.text},  # as result_response_out
