@@ -133,3 +133,11 @@ def test_a_prefix_range_holds_what_starts_with_the_prefix(s: str) -> None:
     for prefix in (request.DERIVED_CALL_PREFIX, "g", "l`"):
         low, high = request._prefix_range(prefix)
         assert (low <= s < high) == s.startswith(prefix)
+
+
+@pytest.mark.parametrize("is_error", [False, True])
+@pytest.mark.parametrize("text", ["", "done", '{"k":1}', "{bad", "[1]", " {}"])
+def test_a_one_text_result_is_what_the_general_code_makes(text: str, is_error: bool) -> None:
+    result = c.ToolResult(call_id="call_1", content=[c.Text(text=text)], is_error=is_error)
+    messages = [c.Message(role="tool", content=[result])]
+    assert _outcome(request._contents_out, messages) == _outcome(_reference, messages)
