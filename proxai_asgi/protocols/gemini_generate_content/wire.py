@@ -1,6 +1,7 @@
 """Gemini ``generateContent`` wire shapes as msgspec Structs (camelCase on the wire).
 
-One definition per shape, used in both directions, as in the other codecs. A ``Part``
+One definition per shape, used in both directions, as in the other codecs (the
+encoder's usual parts have narrow Structs of their own, below). A ``Part``
 is a oneof by field presence (``text``, ``inlineData``, ``functionCall``, ...), not a
 tagged union, so it is one Struct with every member optional; ``thought`` and
 ``thoughtSignature`` ride on any part.
