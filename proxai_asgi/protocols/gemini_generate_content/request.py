@@ -162,10 +162,10 @@ def count_tokens_request(body: bytes) -> c.Request:
 def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
-    req = _decode_camel(body)
-    if req is None:
-        req = convert_request(parse_body(body, report))
-    return to_canonical(req, report, model, stream)
+    fast = _decode_camel(body)
+    if fast is None:
+        return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+    return to_canonical(fast[0], report, model, stream, fast[1])
 
 
 # The fast path: a body written in camelCase only (what every SDK sends) decodes
@@ -213,21 +213,59 @@ def _leaves(t: Any) -> list[Any]:
 @functools.cache
 def _strict_decoder() -> msgspec.json.Decoder[wire.GenerateContentRequest]:
     """Built by the first Gemini client body (the strict classes and their decoder
-    cost ~2 ms at import, which a Gemini upstream alone never needs)."""
-    return msgspec.json.Decoder(_strict(wire.GenerateContentRequest, {}))
+    cost ~2 ms at import, which a Gemini upstream alone never needs). Its ``tools`` are
+    left as raw JSON, for ``_tools_decoders``."""
+    strict = _strict(wire.GenerateContentRequest, {})
+    raw_tools = msgspec.defstruct(
+        "StrictRawToolsRequest",
+        [("tools", msgspec.Raw, msgspec.Raw())],
+        bases=(strict,),
+        forbid_unknown_fields=True,
+    )
+    return msgspec.json.Decoder(raw_tools)
 
 
-def _decode_camel(body: bytes) -> wire.GenerateContentRequest | None:
+@functools.cache
+def _tools_decoders() -> tuple[
+    msgspec.json.Decoder[list[wire.FunctionTool] | None],
+    msgspec.json.Decoder[list[dict[str, Any]] | None],
+]:
+    """The tools typed when they are the usual ones (function declarations only,
+    camelCase), and as dicts otherwise; built with ``_strict_decoder``."""
+    tool: Any = _strict(wire.FunctionTool, {})
+    return msgspec.json.Decoder(list[tool] | None), msgspec.json.Decoder(
+        list[dict[str, Any]] | None
+    )
+
+
+def _decode_camel(
+    body: bytes,
+) -> tuple[wire.GenerateContentRequest, list[wire.FunctionTool] | None] | None:
+    """The body decoded by the strict classes, and its tools when they are the usual
+    ones (``req.tools`` is then None); None when the general path must decode it."""
     try:
         req: wire.GenerateContentRequest = _strict_decoder().decode(body)
     except (msgspec.DecodeError, ValueError):
         return None  # not JSON, not camelCase, or invalid: the general path says which
+    raw: msgspec.Raw = req.tools  # type: ignore[assignment]
+    req.tools = None
+    if not raw:  # no ``tools`` key
+        return req, None
+    typed, untyped = _tools_decoders()
+    try:
+        return req, typed.decode(raw)
+    except (msgspec.DecodeError, ValueError):
+        pass
+    try:
+        tools = untyped.decode(raw)
+    except (msgspec.DecodeError, ValueError):
+        return None
     # Of the untyped objects below a Struct, only the tools are read beyond whether they
     # are there (the others are reported as dropped): only they need the general path's
     # renaming, and the usual function declarations are camelCase already.
-    if req.tools is not None:
-        req.tools = _camel_tools(req.tools)
-    return req
+    if tools is not None:
+        req.tools = _camel_tools(tools)
+    return req, None
 
 
 _DECLARATION_KEYS = frozenset(
@@ -250,13 +288,24 @@ def _camel_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def to_canonical(
-    req: wire.GenerateContentRequest, report: TranslationReport, model: str, stream: bool
+    req: wire.GenerateContentRequest,
+    report: TranslationReport,
+    model: str,
+    stream: bool,
+    function_tools: list[wire.FunctionTool] | None = None,
 ) -> c.Request:
+    """The canonical request; ``function_tools`` are the usual tools, typed by the fast
+    decode (the request's own ``tools`` are then None)."""
     if not req.contents:
         raise ProxyError.invalid("contents: at least one content is required", "contents")
     system = _system_in(req.system_instruction)
     messages = _contents_in(req.contents, report)
-    tools, hosted = _tools_in(req.tools or [], report)
+    if function_tools is None:
+        tools, hosted = _tools_in(req.tools or [], report)
+    else:
+        tools, hosted = [], []
+        for t in function_tools:
+            _declarations_in(t.function_declarations or [], tools, report)
     out = c.Request(
         model=model,
         messages=messages,
@@ -297,43 +346,113 @@ def call_id_for_history(i: int, j: int) -> str:
 
 
 def _contents_in(contents: list[wire.Content], report: TranslationReport) -> list[c.Message]:
+    """The conversation in one walk. The usual turns (a model turn of text and calls, a
+    tool answer of one function response with an id and a text ``output``) are made
+    inline; any other turn or part goes through the general code.
+
+    An id-less function response answers the earliest unanswered call of its name in
+    the last model turn: that list is only made (``_unanswered``) when a turn needs it,
+    from the turn's parts and the ids answered since, as if kept all along."""
     messages: list[c.Message] = []
-    unanswered: list[tuple[str, str]] = []  # (name, id) of calls not yet answered
+    add = messages.append
+    turn: list[c.Part] = []  # the last model turn's parts
+    answered: list[str] | None = []  # the ids answered since; None once made into:
+    unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
     for i, content in enumerate(contents):
-        role = content.role or "user"
+        role, parts = content.role, content.parts
         if role == "model":
-            parts, unanswered = _model_parts(content.parts, i, report)
-            messages.append(c.Message(role="assistant", content=parts))
-        elif role == "user" or role == "function":
-            given = content.parts
-            answer = _tool_answer(given[0]) if len(given) == 1 else None
-            if answer is not None:  # the usual turn: one function response, with an id
-                for k, call in enumerate(unanswered):
-                    if call[1] == answer.call_id:
-                        del unanswered[k]
-                        break
-                messages.append(c.Message(role="tool", content=[answer]))
-            else:
-                _user_turn(given, i, unanswered, report, messages)
+            out: list[c.Part] = []
+            calls = 0
+            for p in parts:
+                signature, fc = p.thought_signature, p.function_call
+                if p.thought or (signature and _PACKED_LOW <= signature < _PACKED_HIGH):
+                    calls += _other_part_in(p, out, i, calls, report)
+                elif fc is not None:
+                    if signature:  # Gemini's own: a bare reasoning part before the call
+                        out.append(_Reasoning(text="", summary=True, thought_signature=signature))
+                    args = fc.args
+                    out.append(
+                        _ToolCall(
+                            id=fc.id or call_id_for_history(i, calls),
+                            name=fc.name,
+                            arguments=(_EMPTY_ARGS if args is None else _encode(args)).decode(),
+                        )
+                    )
+                    calls += 1
+                elif (text := p.text) is None:
+                    calls += _other_part_in(p, out, i, calls, report)
+                else:
+                    if signature:
+                        out.append(_Reasoning(text="", summary=True, thought_signature=signature))
+                    if text:
+                        if out and type(out[-1]) is _Text:
+                            out[-1].text += text
+                        else:
+                            out.append(_Text(text=text))
+            add(_Message(role="assistant", content=out))
+            turn, answered = out, []
+        elif not role or role == "user" or role == "function":
+            if len(parts) == 1:  # the usual user turns, as _user_turn makes them
+                p = parts[0]
+                fr = p.function_response
+                if fr is None:
+                    if p.text and not p.thought:  # a text
+                        add(_Message(role="user", content=[_Text(text=p.text)]))
+                        continue
+                elif (
+                    (call_id := fr.id) is not None
+                    and not fr.parts
+                    and (response := fr.response) is not None
+                    and len(response) == 1
+                    and type(output := response.get("output")) is str
+                ):  # an answer with an id and a text output
+                    if answered is not None:
+                        answered.append(call_id)
+                    else:
+                        _answer(unanswered, call_id)
+                    result = _ToolResult(
+                        call_id=call_id, content=[_Text(text=output)] if output else []
+                    )
+                    add(_Message(role="tool", content=[result]))
+                    continue
+            if answered is not None:
+                unanswered, answered = _unanswered(turn, answered), None
+            _user_turn(parts, i, unanswered, report, messages)
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
     return messages
 
 
-def _tool_answer(p: wire.Part) -> c.ToolResult | None:
-    """The result of a function response with an id and a text ``output`` (all else
-    None), as ``_user_turn`` makes it."""
-    fr = p.function_response
-    if fr is None or fr.id is None or fr.parts:
-        return None
-    response = fr.response
-    if response is None or len(response) != 1:
-        return None
-    output = response.get("output")
-    if type(output) is not str:
-        return None
-    return c.ToolResult(call_id=fr.id, content=[c.Text(text=output)] if output else [])
+def _unanswered(turn: list[c.Part], answered: list[str]) -> list[tuple[str, str]]:
+    """The (name, id) of a model turn's calls that ``answered`` leaves unanswered."""
+    unanswered = [(p.name, p.id) for p in turn if type(p) is c.ToolCall]
+    for call_id in answered:
+        _answer(unanswered, call_id)
+    return unanswered
+
+
+def _answer(unanswered: list[tuple[str, str]], call_id: str) -> None:
+    for k, call in enumerate(unanswered):
+        if call[1] == call_id:
+            del unanswered[k]
+            return
+
+
+# Bound once: the decode's inner loops look these up for every part.
+_Text, _ToolCall, _Reasoning = c.Text, c.ToolCall, c.Reasoning
+_Message, _ToolResult = c.Message, c.ToolResult
+
+
+def _prefix_range(prefix: str) -> tuple[str, str]:
+    """(low, high) such that a string starts with ``prefix`` exactly when
+    ``low <= s < high``: two string comparisons, half the time of ``startswith``."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+_PACKED_LOW, _PACKED_HIGH = _prefix_range(signatures.PACKED_HEAD)
+_encode = _encoder.encode
+_EMPTY_ARGS = b"{}"
 
 
 def _media_in(p: wire.Part) -> c.Part | None:
@@ -348,51 +467,6 @@ def _media_in(p: wire.Part) -> c.Part | None:
             return c.Image(url=p.file_data.file_uri, media_type=mime)
         return c.File(url=p.file_data.file_uri, media_type=mime or None)
     return None
-
-
-def _model_parts(
-    parts: list[wire.Part], i: int, report: TranslationReport
-) -> tuple[list[c.Part], list[tuple[str, str]]]:
-    """A model turn's parts as ``parts_in`` makes them, and its calls' (name, id). The
-    usual parts (text, a function call, either with Gemini's own signature) are made
-    here, one call fewer each; any other part goes through ``parts_in``, which sees the
-    same ``out``."""
-    out: list[c.Part] = []
-    made: list[tuple[str, str]] = []
-    calls = 0
-    for p in parts:
-        signature, fc = p.thought_signature, p.function_call
-        if (
-            p.thought
-            or (signature and signature.startswith(signatures.PACKED_HEAD))
-            or (fc is None and p.text is None)
-        ):
-            made_call = _other_part_in(p, out, i, calls, report)
-            call = out[-1] if made_call else None  # a call is the last part made of its part
-            if type(call) is c.ToolCall:
-                made.append((call.name, call.id))
-            calls += made_call
-            continue
-        if signature:  # Gemini's own: a bare reasoning part before the one it signs
-            out.append(c.Reasoning(text="", summary=True, thought_signature=signature))
-        if fc is not None:
-            args, call_id = fc.args, fc.id or call_id_for_history(i, calls)
-            out.append(
-                c.ToolCall(
-                    id=call_id,
-                    name=fc.name,
-                    arguments=_encoder.encode(args if args is not None else {}).decode(),
-                )
-            )
-            made.append((fc.name, call_id))
-            calls += 1
-        elif p.text:
-            last = out[-1] if out else None
-            if type(last) is c.Text:
-                last.text += p.text
-            else:
-                out.append(c.Text(text=p.text))
-    return out, made
 
 
 def _other_part_in(
@@ -538,22 +612,28 @@ def _tools_in(
                 else:  # an error at the root of the converted value names no path
                     message += f" - at {where}`"
                 raise _invalid(ValueError(message)) from None
-            for d in decls:
-                params = d.parameters_json_schema
-                if params is None and d.parameters is not None:
-                    params = schema_to_json(d.parameters)
-                if d.response is not None or d.response_json_schema is not None:
-                    report.drop("functionDeclarations.response")
-                if d.behavior is not None:
-                    report.drop("functionDeclarations.behavior")
-                tools.append(
-                    c.Tool(
-                        name=d.name,
-                        description=d.description or None,
-                        parameters=params if isinstance(params, dict) else None,
-                    )
-                )
+            _declarations_in(decls, tools, report)
     return tools, hosted
+
+
+def _declarations_in(
+    decls: list[wire.FunctionDeclaration], tools: list[c.Tool], report: TranslationReport
+) -> None:
+    for d in decls:
+        params = d.parameters_json_schema
+        if params is None and d.parameters is not None:
+            params = schema_to_json(d.parameters)
+        if d.response is not None or d.response_json_schema is not None:
+            report.drop("functionDeclarations.response")
+        if d.behavior is not None:
+            report.drop("functionDeclarations.behavior")
+        tools.append(
+            c.Tool(
+                name=d.name,
+                description=d.description or None,
+                parameters=params if isinstance(params, dict) else None,
+            )
+        )
 
 
 def _tool_config_in(
@@ -682,13 +762,13 @@ def encode_request(
     return exact_json.encode(_encoder, to_wire(request, report))
 
 
-def to_wire(request: c.Request, report: TranslationReport) -> wire.GenerateContentRequest:
+def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
     if not RARE_REQUEST_FIELDS(request):
         _check_fields(request, report)
     if request.parallel_tool_calls is False:
         report.drop("parallel_tool_calls")
     tools = _tools_out(request, report)
-    return wire.GenerateContentRequest(
+    return wire.UpstreamRequest(
         contents=_contents_out(request.messages, report),
         system_instruction=_system_out(request.system),
         tools=tools or None,
@@ -718,29 +798,103 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
     return wire.Content(parts=parts) if parts else None
 
 
-def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.Content]:
-    turns: list[wire.Content] = []
-    last: wire.Content | None = None
+# Bound once: the encode's inner loops look these up for every part.
+_FunctionCall, _FunctionResponse = wire.FunctionCall, wire.FunctionResponse
+_TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
+_Content = wire.UpstreamContent
+_decode_json = _json.decode
+_DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
+_OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
+_SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
+
+
+def _contents_out(
+    messages: list[c.Message], report: TranslationReport
+) -> list[wire.UpstreamContent]:
+    """The conversation as Gemini turns, in one walk. The usual parts (a model turn's
+    text and calls, a tool result's text, a user text) are made inline; a model turn
+    with any other part goes through ``_model_out``, any other user part through
+    ``_user_part_out``."""
+    turns: list[wire.UpstreamContent] = []
+    last: wire.UpstreamContent | None = None
+    last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.FunctionResponse] = []  # named once every call is known
+    mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
     for m in messages:
+        parts: list[wire.UpstreamPart] = []
         if m.role == "assistant":
-            role, parts = "model", _model_out(m.content, names, report)
+            role = "model"
+            first = True  # the first call gets the skip-validator signature (no Gemini's)
+            for p in m.content:
+                if type(p) is _ToolCall:
+                    call_id, arguments = p.id, p.arguments
+                    names[call_id] = name = p.name
+                    try:  # the usual arguments: a JSON object (_args_out says the rest)
+                        args = _decode_json(arguments) if arguments and p.kind == "function" else 0
+                    except (msgspec.DecodeError, ValueError):
+                        args = 0
+                    part: wire.UpstreamPart = _CallPart(
+                        thought_signature=_SKIP_VALIDATOR if first else None,
+                        function_call=_FunctionCall(
+                            name=name,
+                            args=args if type(args) is dict else _args_out(arguments, p.kind),
+                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        ),
+                    )
+                    first = False
+                elif type(p) is _Text:
+                    if not p.text:
+                        continue
+                    part = _TextPart(p.text)
+                else:  # a signature, a thought, media: the general walk, from the start
+                    parts = _model_out(m.content, names, report)
+                    break
+                parts.append(part)
         else:
-            role, parts = "user", _user_out(m, names, answers, report)
+            role = "user"
+            for p in m.content:
+                if type(p) is _ToolResult:
+                    call_id, result = p.call_id, p.content
+                    text = result[0] if len(result) == 1 else None
+                    if (
+                        type(text) is _Text
+                        and not (_OBJECT_LOW <= text.text < _OBJECT_HIGH)  # no "{" first
+                        and not p.is_error
+                    ):
+                        response = _FunctionResponse(
+                            name=call_id,  # until every call's name is known
+                            response={"output": text.text},  # as result_response_out
+                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        )
+                        answers.append(response)
+                        parts.append(_ResponsePart(response))
+                        continue
+                elif type(p) is _Text:
+                    if p.text:
+                        parts.append(_TextPart(p.text))
+                    continue
+                _user_part_out(p, parts, names, answers, report)
         if not parts:
             continue
-        if last is not None and last.role == role:
-            last.parts.extend(parts)
+        if last_role == role:
+            last.parts.extend(parts)  # type: ignore[union-attr]
+            if role == "user" and (not mixed or mixed[-1] is not last):
+                mixed.append(last)  # type: ignore[arg-type]
         else:
-            last = wire.Content(role=role, parts=parts)
+            last, last_role = _Content(role, parts), role
             turns.append(last)
+            if len(parts) > 1 and role == "user":
+                mixed.append(last)
     for fr in answers:  # its name holds the call's id until here
         fr.name = names.get(fr.name, fr.name)
-    for t in turns:  # function responses come first in a user turn
-        if t.role == "user" and len(t.parts) > 1:
-            t.parts.sort(key=lambda p: p.function_response is None)
+    for t in mixed:  # function responses come first in a user turn
+        t.parts.sort(key=_not_a_response)
     return turns
+
+
+def _not_a_response(p: wire.UpstreamPart) -> bool:
+    return type(p) is not wire.ResponsePart
 
 
 def _args_out(arguments: str, kind: str) -> dict[str, Any]:
@@ -757,24 +911,18 @@ def _args_out(arguments: str, kind: str) -> dict[str, Any]:
     return value
 
 
-# Bound once: the encode's inner loops look these up for every part.
-_Text, _ToolCall = c.Text, c.ToolCall
-_Part, _FunctionCall = wire.Part, wire.FunctionCall
-_SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
-
-
 def _model_out(
     content: list[c.Part], names: dict[str, str], report: TranslationReport
-) -> list[wire.Part]:
-    out: list[wire.Part] = []
+) -> list[wire.UpstreamPart]:
+    out: list[wire.UpstreamPart] = []
     pending: str | None = None  # a bare signature for the next part
     calls = 0
     for p in content:
-        part: wire.Part
+        part: wire.Part | wire.CallPart
         if type(p) is _ToolCall:
             call_id = p.id
             names[call_id] = p.name
-            part = _Part(
+            part = _CallPart(
                 function_call=_FunctionCall(
                     name=p.name,
                     args=_args_out(p.arguments, p.kind),
@@ -787,7 +935,7 @@ def _model_out(
         elif type(p) is _Text or type(p) is c.Refusal:
             if not p.text:
                 continue
-            part = _Part(text=p.text)
+            part = wire.Part(text=p.text)
         elif type(p) is c.Reasoning:
             sig = p.thought_signature
             if sig is None:
@@ -838,33 +986,40 @@ def _user_out(
     names: dict[str, str],
     answers: list[wire.FunctionResponse],
     report: TranslationReport,
-) -> list[wire.Part]:
-    out: list[wire.Part] = []
+) -> list[wire.UpstreamPart]:
+    out: list[wire.UpstreamPart] = []
     for p in m.content:
-        if type(p) is c.ToolResult:
-            call_id, result = p.call_id, p.content
-            text = result[0] if len(result) == 1 else None
-            if type(text) is _Text and text.text[:1] != "{" and not p.is_error:
-                value = {"output": text.text}  # the usual result, as result_response_out
-            else:
-                value = result_response_out(p, report)
-            response = wire.FunctionResponse(
-                name=call_id,  # until every call's name is known
-                response=value,
-                id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
-            )
-            answers.append(response)
-            out.append(wire.Part(function_response=response))
-        elif type(p) is c.Text or type(p) is c.Refusal:
-            if p.text:
-                out.append(wire.Part(text=p.text))
-        elif type(p) is c.Image or type(p) is c.File:
-            out.append(_media_out(p))
-        else:
-            if type(p) is c.ToolCall:
-                names[p.id] = p.name
-            report.drop(f"messages.content.{type(p).__struct_config__.tag}")
+        _user_part_out(p, out, names, answers, report)
     return out
+
+
+def _user_part_out(
+    p: c.Part,
+    out: list[wire.UpstreamPart],
+    names: dict[str, str],
+    answers: list[wire.FunctionResponse],
+    report: TranslationReport,
+) -> None:
+    """A part of a user (or tool) message appended to ``out``; a function response's
+    name holds the call's id until every call's name is known."""
+    if type(p) is c.ToolResult:
+        call_id = p.call_id
+        response = wire.FunctionResponse(
+            name=call_id,
+            response=result_response_out(p, report),
+            id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+        )
+        answers.append(response)
+        out.append(_ResponsePart(response))
+    elif type(p) is c.Text or type(p) is c.Refusal:
+        if p.text:
+            out.append(_TextPart(p.text))
+    elif type(p) is c.Image or type(p) is c.File:
+        out.append(_media_out(p))
+    else:
+        if type(p) is c.ToolCall:
+            names[p.id] = p.name
+        report.drop(f"messages.content.{type(p).__struct_config__.tag}")
 
 
 def _media_out(p: c.Image | c.File) -> wire.Part:
@@ -927,6 +1082,9 @@ def _tool_config_out(
     return wire.ToolConfig(function_calling_config=fcc)
 
 
+_NO_GENERATION_CONFIG = wire.GenerationConfig()  # compared with, never changed
+
+
 def _generation_config_out(
     request: c.Request, report: TranslationReport
 ) -> wire.GenerationConfig | None:
@@ -943,7 +1101,7 @@ def _generation_config_out(
         g.response_mime_type = "application/json"
         if rf.type == "json_schema" and rf.schema is not None:
             g.response_json_schema = rf.schema
-    return g if g != wire.GenerationConfig() else None
+    return g if g != _NO_GENERATION_CONFIG else None
 
 
 def _thinking_out(rc: c.ReasoningConfig | None) -> wire.ThinkingConfig | None:

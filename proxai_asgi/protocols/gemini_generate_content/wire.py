@@ -1,6 +1,7 @@
 """Gemini ``generateContent`` wire shapes as msgspec Structs (camelCase on the wire).
 
-One definition per shape, used in both directions, as in the other codecs. A ``Part``
+One definition per shape, used in both directions, as in the other codecs (the
+encoder's usual parts have narrow Structs of their own, below). A ``Part``
 is a oneof by field presence (``text``, ``inlineData``, ``functionCall``, ...), not a
 tagged union, so it is one Struct with every member optional; ``thought`` and
 ``thoughtSignature`` ride on any part.
@@ -81,6 +82,14 @@ class FunctionDeclaration(_Wire):
     behavior: str | None = None
 
 
+class FunctionTool(_Wire, forbid_unknown_fields=True):
+    """A tool made of function declarations only, every key camelCase: the usual one,
+    which a client body's fast decode types in the one pass (any other tool is read as
+    a dict)."""
+
+    function_declarations: list[FunctionDeclaration] | None = None
+
+
 class FunctionCallingConfig(_Wire):
     mode: str | None = None  # AUTO / ANY / NONE / VALIDATED
     allowed_function_names: list[str] | None = None
@@ -135,6 +144,48 @@ class GenerateContentRequest(_Wire):
 class CountTokensRequest(_Wire):
     contents: list[Content] | None = None
     generate_content_request: GenerateContentRequest | None = None
+
+
+# ------------------------------------------------------ upstream request (encode only)
+# The encoder's usual parts as Structs of their own: a ``Part`` sets its ten fields on
+# every instance and ``omit_defaults`` tests them all when encoding; these hold only
+# what they send, in the order ``Part`` sends it, and are built positionally. Never
+# decoded (a union of several Structs cannot be), so the unions below are fine.
+
+
+class _Out(msgspec.Struct, omit_defaults=True, rename="camel", gc=False):
+    pass
+
+
+class TextPart(_Out):
+    text: str
+
+
+class CallPart(_Out, kw_only=True):
+    thought_signature: str | None = None  # before the call, as ``Part`` sends it
+    function_call: FunctionCall
+
+
+class ResponsePart(_Out):
+    function_response: FunctionResponse
+
+
+UpstreamPart = Part | TextPart | CallPart | ResponsePart
+
+
+class UpstreamContent(_Out):
+    role: str
+    parts: list[UpstreamPart]
+
+
+class UpstreamRequest(_Out, kw_only=True):
+    """A ``GenerateContentRequest`` as the encoder sends it (the same fields, in order)."""
+
+    contents: list[UpstreamContent] = msgspec.field(default_factory=list)  # [] is left out
+    system_instruction: Content | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_config: ToolConfig | None = None
+    generation_config: GenerationConfig | None = None
 
 
 # ------------------------------------------------------------------- response

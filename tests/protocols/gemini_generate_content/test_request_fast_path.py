@@ -163,11 +163,26 @@ SDK_BODY = {
 def test_sdk_body_takes_the_fast_path_with_its_tools_renamed() -> None:
     fast = request._decode_camel(json.dumps(SDK_BODY).encode())
     assert fast is not None
-    assert fast.tools == [
+    req, function_tools = fast
+    assert function_tools is None  # a proto name: not the usual tools
+    assert req.tools == [
         {"functionDeclarations": [{"name": "f", "parameters": {"type": "OBJECT"}}]}
     ]
-    assert fast.contents[1].parts[0].function_call is not None
-    assert fast.contents[1].parts[0].function_call.args == {"file_path": "a"}
+    assert req.contents[1].parts[0].function_call is not None
+    assert req.contents[1].parts[0].function_call.args == {"file_path": "a"}
+
+
+def test_camel_case_function_declarations_are_typed_in_the_one_pass() -> None:
+    declaration = {"name": "f", "description": "d", "parametersJsonSchema": {"type": "object"}}
+    body = {**SDK_BODY, "tools": [{"functionDeclarations": [declaration]}]}
+    fast = request._decode_camel(json.dumps(body).encode())
+    assert fast is not None
+    req, function_tools = fast
+    assert req.tools is None
+    assert function_tools is not None
+    assert msgspec.to_builtins(function_tools) == [{"functionDeclarations": [declaration]}]
+    out = request.decode_request(json.dumps(body).encode(), TranslationReport())
+    assert out.tools == [c.Tool(name="f", description="d", parameters={"type": "object"})]
 
 
 def test_proto_names_and_unknown_fields_decline_the_fast_path() -> None:
@@ -185,4 +200,43 @@ def test_proto_names_and_unknown_fields_decline_the_fast_path() -> None:
 def test_tools_on_the_fast_path_are_those_the_general_path_renames(tools: list[Any]) -> None:
     raw = json.dumps({"contents": [{"parts": [{"text": "hi"}]}], "tools": tools}).encode()
     assert request._decode_camel(raw) is not None
+    assert _outcome(_production, raw) == _outcome(_general, raw)
+
+
+# Declarations shaped as clients write them, valid or not: the usual ones are typed in
+# the fast decode's one pass, any other goes through the renamed dicts.
+_declared = st.fixed_dictionaries(
+    {"name": st.sampled_from(["f", "g", 1])},
+    optional={
+        "description": st.sampled_from(["d", "", None, 3]),
+        "parameters": st.sampled_from(
+            [{"type": "OBJECT", "properties": {"a": {"type": "STRING", "nullable": True}}}, None]
+        ),
+        "parametersJsonSchema": st.sampled_from([{"type": "object"}, None, [], "s"]),
+        "parameters_json_schema": st.just({"type": "object"}),
+        "response": st.sampled_from([{"type": "OBJECT"}, None, 2]),
+        "responseJsonSchema": st.sampled_from([{}, None]),
+        "_responseJsonSchema": st.just({}),
+        "behavior": st.sampled_from(["BLOCKING", None, 1]),
+    },
+)
+_usual_tools = (
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "functionDeclarations": st.none() | st.lists(_declared, max_size=3),
+                "googleSearch": st.just({}),
+            },
+        ),
+        max_size=3,
+    )
+    | st.none()
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_usual_tools)
+def test_typed_tools_are_those_the_general_path_converts(tools: list[Any] | None) -> None:
+    raw = json.dumps({"contents": [{"parts": [{"text": "hi"}]}], "tools": tools}).encode()
     assert _outcome(_production, raw) == _outcome(_general, raw)

@@ -1,8 +1,12 @@
-"""A Gemini client's model turn decodes as ``parts_in`` decodes an answer's parts.
+"""A Gemini client's conversation decodes as the general code decodes it.
 
-``request._model_parts`` makes the usual parts itself (text, function calls, Gemini's
-own signatures) and hands every other part to ``parts_in``; for any mix of parts the
-canonical parts must be those ``parts_in`` makes of the whole turn.
+``request._contents_in`` makes the usual turns inline (a model turn's text, function
+calls and Gemini's own signatures; a tool answer of one function response with an id
+and a text ``output``), hands every other part to ``parts_in`` and every other user
+turn to ``_user_turn``, and makes the list of a model turn's unanswered calls only when
+a turn needs it. For any conversation, the messages must be those ``parts_in`` makes of
+every model turn and ``_user_turn`` of every user turn, with the unanswered calls kept
+all along.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ _parts = st.one_of(
 )
 
 
-def _reference(parts: list[wire.Part], i: int) -> list[c.Part]:
+def _model_turn(parts: list[wire.Part], i: int) -> list[c.Part]:
     out: list[c.Part] = []
     response.parts_in(
         parts, out, lambda fc, n: fc.id or request.call_id_for_history(i, n), request._media_in
@@ -52,13 +56,80 @@ def _reference(parts: list[wire.Part], i: int) -> list[c.Part]:
     return out
 
 
+def _reference(contents: list[wire.Content], report: TranslationReport) -> list[c.Message]:
+    """The conversation through the general code only, the unanswered calls kept eagerly."""
+    messages: list[c.Message] = []
+    unanswered: list[tuple[str, str]] = []
+    for i, content in enumerate(contents):
+        if content.role == "model":
+            parts = _model_turn(content.parts, i)
+            unanswered = [(p.name, p.id) for p in parts if type(p) is c.ToolCall]
+            messages.append(c.Message(role="assistant", content=parts))
+        else:
+            request._user_turn(content.parts, i, unanswered, report, messages)
+    return messages
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_parts, max_size=6), st.integers(0, 3))
 def test_a_model_turn_is_what_parts_in_makes_of_it(parts: list[wire.Part], i: int) -> None:
-    expected = msgspec.json.encode(_reference(parts, i))
-    got, calls = request._model_parts(parts, i, TranslationReport())
-    assert msgspec.json.encode(got) == expected
-    assert calls == [(p.name, p.id) for p in got if type(p) is c.ToolCall]
+    before = [wire.Content(parts=[wire.Part(text="hi")])] * i
+    messages = request._contents_in(
+        [*before, wire.Content(role="model", parts=parts)], TranslationReport()
+    )
+    assert msgspec.json.encode(messages[-1].content) == msgspec.json.encode(_model_turn(parts, i))
+
+
+_responses = st.builds(
+    wire.FunctionResponse,
+    name=st.sampled_from(["read", "run"]),
+    response=st.sampled_from(
+        [None, {}, {"output": "x"}, {"output": ""}, {"output": 1}, {"error": "e"}, {"a": "b"}]
+    ),
+    id=st.none() | st.sampled_from(["call_1", "call_2", "call_3"]),
+    parts=st.none() | st.just([{"text": "p"}]),
+)
+_model_turns = st.builds(
+    wire.Content,
+    role=st.just("model"),
+    parts=st.lists(
+        st.one_of(
+            _parts,
+            st.builds(
+                wire.Part,
+                function_call=st.builds(
+                    wire.FunctionCall,
+                    name=st.sampled_from(["read", "run"]),
+                    id=st.none() | st.sampled_from(["call_1", "call_2", "call_3"]),
+                ),
+            ),
+        ),
+        max_size=4,
+    ),
+)
+_user_turns = st.builds(
+    wire.Content,
+    role=st.sampled_from([None, "", "user", "function"]),
+    parts=st.lists(
+        st.builds(wire.Part, function_response=_responses)
+        | st.builds(wire.Part, text=st.sampled_from(["", "a"]), thought=st.none() | st.just(True))
+        | st.builds(wire.Part, text=st.just("a"), function_response=_responses)
+        | st.just(wire.Part(inline_data=wire.Blob(mime_type="image/png", data="iVBO"))),
+        max_size=3,
+    ),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_model_turns | _user_turns, max_size=8))
+def test_a_conversation_is_what_the_general_code_makes_of_it(
+    contents: list[wire.Content],
+) -> None:
+    report, expected_report = TranslationReport(), TranslationReport()
+    got = request._contents_in(contents, report)
+    expected = _reference(contents, expected_report)
+    assert msgspec.json.encode(got) == msgspec.json.encode(expected)
+    assert report.dropped == expected_report.dropped
 
 
 def test_the_carrier_fixture_is_a_packed_value() -> None:
@@ -97,24 +168,14 @@ def test_a_function_response_is_the_result_result_content_in_makes(result: objec
     assert bool(is_error) == (result == {"error": "failed"})
 
 
-_responses = st.builds(
-    wire.FunctionResponse,
-    name=st.sampled_from(["read", "run"]),
-    response=st.sampled_from(
-        [None, {}, {"output": "x"}, {"output": ""}, {"output": 1}, {"error": "e"}, {"a": "b"}]
-    ),
-    id=st.none() | st.sampled_from(["call_1", "call_2"]),
-    parts=st.none() | st.just([{"text": "p"}]),
-)
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(["read", "run"]), st.sampled_from(["call_1", "call_2"]))),
     _responses,
+    st.booleans(),
 )
-def test_a_tool_answer_turn_is_what_user_turn_makes_of_it(
-    calls: list[tuple[str, str]], fr: wire.FunctionResponse
+def test_late_responses_take_the_calls_the_usual_answers_left(
+    calls: list[tuple[str, str]], fr: wire.FunctionResponse, twice: bool
 ) -> None:
     model = wire.Content(
         role="model",
@@ -128,12 +189,10 @@ def test_a_tool_answer_turn_is_what_user_turn_makes_of_it(
             for n in ("read", "run")
         ]
     )
-    report = TranslationReport()
-    got = request._contents_in([model, answer, answer, late], report)
-    expected: list[c.Message] = []
-    unanswered = list(calls)
-    expected_report = TranslationReport()
-    for i, turn in enumerate((answer, answer, late), 1):
-        request._user_turn(turn.parts, i, unanswered, expected_report, expected)
-    assert msgspec.json.encode(got[1:]) == msgspec.json.encode(expected)
+    # a usual answer before the late responses, and one after them
+    contents = [model, answer, late, answer, late] if twice else [model, late, answer, late]
+    report, expected_report = TranslationReport(), TranslationReport()
+    got = request._contents_in(contents, report)
+    expected = _reference(contents, expected_report)
+    assert msgspec.json.encode(got) == msgspec.json.encode(expected)
     assert report.dropped == expected_report.dropped
