@@ -42,7 +42,7 @@ from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
 from .response import citations_in, reasoning_from_thinking
-from .validate import image_media_type, validate
+from .validate import image_media_type, tool_results_follow, validate
 
 _request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
@@ -129,59 +129,15 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
     validate(req)
     system = _system_in(req.system)
-    messages: list[c.Message] = []
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
-    count = len(req.messages)
-    tool_result_block = wire.ToolResultBlock
-    for i, m in enumerate(req.messages):
-        content = m.content
-        if isinstance(content, str):  # the short form: one plain text block
-            if not content and not (m.role == "assistant" and i == count - 1):
-                _empty_message(i)
-            text = c.Text(text=content)
-            if m.role == "system":
-                system.append(text)
-            elif m.role == "user":
-                messages.append(c.Message(role="user", content=[text]))
-            else:
-                messages.append(c.Message(role="assistant", content=[text]))
-            continue
-        if m.role == "system":
-            _check_not_empty(content, i, count, m.role)
-            system.extend(_system_message(content, i))
-            continue
-        if not content and not (m.role == "assistant" and i == count - 1):
-            _empty_message(i)
-        # The turns check their text blocks as they go (one pass, not two); another
-        # error in the message gives way to an empty text block anywhere in it, as
-        # the API names that one first.
-        try:
-            if m.role == "user":
-                if len(content) == 1 and type(only := content[0]) is tool_result_block:
-                    # an agent loop's user turn: one tool result (in the short form, inline)
-                    messages.append(
-                        c.Message(
-                            role="tool",
-                            content=[
-                                c.ToolResult(
-                                    call_id=only.tool_use_id,
-                                    content=[c.Text(text=only.content)] if only.content else [],
-                                    is_error=bool(only.is_error),
-                                    cache_control=only.cache_control,
-                                )
-                                if type(only.content) is str
-                                else _tool_result_in(only, i, 0, report)
-                            ],
-                        )
-                    )
-                else:
-                    messages.extend(_user_turn(content, i, report))
-            else:
-                messages.append(_assistant_turn(content, i, report))
-        except ProxyError:
-            _check_not_empty(content, i, count, m.role)
-            raise
+    try:
+        messages = _messages_in(req.messages, system, report)
+    except ProxyError:
+        # The API names an unanswered tool_use before any error in the messages: the
+        # pairing is checked as the turns are converted, so it is looked for here.
+        tool_results_follow(req.messages)
+        raise
 
     tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
@@ -209,6 +165,113 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
                 type="json_schema", name="response", schema=fmt.schema
             )
     return out
+
+
+def _messages_in(
+    wire_messages: list[wire.InputMessage], system: list[c.Text], report: TranslationReport
+) -> list[c.Message]:
+    """The turns (``system`` takes the system messages). It also checks what
+    ``validate.tool_results_follow`` checks, in the same pass: the ids of each
+    assistant turn's tool_use blocks are looked for in the next message (the usual
+    turn, one call answered by the next message's first block, inline), and a turn
+    that fails defers to it for the API's error."""
+    messages: list[c.Message] = []
+    count = len(wire_messages)
+    text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
+    encode = _encoder.encode
+    pending: list[str] | None = None  # the ids the previous (assistant) message asks for
+    for i, m in enumerate(wire_messages):
+        content = m.content
+        if pending is not None:
+            if not (
+                type(content) is list
+                and content
+                and type(first := content[0]) is tool_result
+                and len(pending) == 1
+                and first.tool_use_id == pending[0]
+            ):
+                _check_answered(content, pending, wire_messages)
+            pending = None
+        if isinstance(content, str):  # the short form: one plain text block
+            if not content and not (m.role == "assistant" and i == count - 1):
+                _empty_message(i)
+            text = c.Text(text=content)
+            if m.role == "system":
+                system.append(text)
+            elif m.role == "user":
+                messages.append(c.Message(role="user", content=[text]))
+            else:
+                messages.append(c.Message(role="assistant", content=[text]))
+            continue
+        if m.role == "system":
+            _check_not_empty(content, i, count, m.role)
+            system.extend(_system_message(content, i))
+            continue
+        if not content and not (m.role == "assistant" and i == count - 1):
+            _empty_message(i)
+        # The turns check their text blocks as they go (one pass, not two); another
+        # error in the message gives way to an empty text block anywhere in it, as
+        # the API names that one first.
+        try:
+            if m.role == "user":
+                if len(content) == 1 and type(only := content[0]) is tool_result:
+                    # an agent loop's user turn: one tool result (in the short form, inline)
+                    messages.append(
+                        c.Message(
+                            role="tool",
+                            content=[
+                                c.ToolResult(
+                                    call_id=only.tool_use_id,
+                                    content=[c.Text(text=only.content)] if only.content else [],
+                                    is_error=bool(only.is_error),
+                                    cache_control=only.cache_control,
+                                )
+                                if type(only.content) is str
+                                else _tool_result_in(only, i, 0, report)
+                            ],
+                        )
+                    )
+                else:
+                    messages.extend(_user_turn(content, i, report))
+            elif (
+                len(content) == 2
+                and type(said := content[0]) is text_block
+                and type(call := content[1]) is tool_use
+                and said.text
+                and not said.citations
+            ):  # an agent loop's assistant turn: a text, then one call (as ``_assistant_turn``)
+                messages.append(
+                    c.Message(
+                        role="assistant",
+                        content=[
+                            c.Text(text=said.text, cache_control=said.cache_control),
+                            c.ToolCall(
+                                id=call.id, name=call.name, arguments=encode(call.input).decode()
+                            ),
+                        ],
+                    )
+                )
+                pending = [call.id]
+            else:
+                messages.append(_assistant_turn(content, i, report))
+                pending = [b.id for b in content if type(b) is tool_use] or None
+        except ProxyError:
+            _check_not_empty(content, i, count, m.role)
+            raise
+    return messages
+
+
+def _check_answered(
+    content: str | list[wire.InputBlock], ids: list[str], messages: list[wire.InputMessage]
+) -> None:
+    """Whether ``content`` answers every id in ``ids`` (the general case of the check
+    in ``_messages_in``); if not, the API's error, from ``tool_results_follow``."""
+    if type(content) is not str:
+        answered = {b.tool_use_id for b in content if type(b) is wire.ToolResultBlock}
+        if answered.issuperset(ids):
+            return
+    tool_results_follow(messages)
+    raise AssertionError("tool_results_follow passed a turn that leaves a tool_use unanswered")
 
 
 # Blocks are told apart by ``type(b) is``, not ``isinstance``: a failed ``isinstance``

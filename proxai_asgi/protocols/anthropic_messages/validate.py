@@ -33,7 +33,9 @@ TOOL_TYPES = (
 
 
 def validate(req: wire.MessagesRequest) -> None:
-    """Raise the 400 Anthropic gives for the cases the translation would otherwise alter."""
+    """Raise the 400 Anthropic gives for the cases the translation would otherwise alter.
+    The messages' tool_use / tool_result pairing is checked while they are converted
+    (``request._messages_in``), which calls ``tool_results_follow`` for the error."""
     t = req.temperature
     if t is not None and not 0 <= t <= 1:
         raise ProxyError.invalid(
@@ -58,10 +60,9 @@ def validate(req: wire.MessagesRequest) -> None:
                 "of the expected tags",
                 f"tools.{i}.type",
             )
-    _tool_results_follow(req.messages)
 
 
-def _tool_results_follow(messages: list[wire.InputMessage]) -> None:
+def tool_results_follow(messages: list[wire.InputMessage]) -> None:
     """Every ``tool_use`` is answered by a ``tool_result`` in the next message (a
     trailing assistant turn, a prefill, is left alone: nothing follows it yet).
     Plain loops, and the usual turn (one call, answered by the next message's first
