@@ -663,11 +663,92 @@ def _messages_out(
     turn_user = turn_other = turn_unordered = False
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     for i, m in enumerate(messages):
+        parts_in = m.content
+        # An agent loop's two turns, whole (no per-part loop, flags or branches): a
+        # tool turn of one result of one plain text, and an assistant turn of a text
+        # then one call. The same blocks, and the same merge, as the loop below.
+        n = len(parts_in)
+        if n == 1:
+            if (
+                type(p := parts_in[0]) is result
+                and m.role == "tool"
+                and p.kind != "custom"
+                and p.call_id not in dropped_calls
+                and len(p.content) == 1
+                and type(only := p.content[0]) is text
+                and only.text
+                and only.cache_control is None
+            ):
+                answer = tool_result(
+                    tool_use_id=safe_ids.get(p.call_id) or _safe_id(p.call_id),
+                    content=only.text,
+                    is_error=True if p.is_error else None,
+                    cache_control=p.cache_control,
+                )
+                if p.cache_control is not None:
+                    marked = True
+                if turn is not None and turn_user:
+                    if type(turn.content) is str:
+                        turn.content = turn_blocks
+                    if turn_other and not turn_unordered:
+                        unordered.append(turn)
+                        turn_unordered = True
+                    turn_blocks.append(answer)
+                    continue
+                turn_blocks = [answer]
+                turn = message(role="user", content=turn_blocks)
+                out.append(turn)
+                turn_user, turn_other, turn_unordered = True, False, False
+                continue
+        elif (
+            (
+                n == 2
+                or (  # a Gemini turn's reasoning, a thought signature only: dropped
+                    n == 3
+                    and type(thought := parts_in[1]) is reasoning
+                    and thought.signature is None
+                    and thought.redacted is None
+                )
+            )
+            and type(said := parts_in[0]) is text
+            and type(p := parts_in[-1]) is call
+            and m.role == "assistant"
+            and said.text
+            and not said.citations
+            and p.kind != "custom"
+        ):
+            if n == 3:
+                report.drop("reasoning")
+            args = p.arguments
+            value: Any = {}
+            if args:
+                try:
+                    value = decode(args)
+                except (msgspec.DecodeError, ValueError):
+                    value = None
+                if type(value) is not dict:
+                    value = _arguments_out(args, i, n - 1)  # raises, naming it
+            if said.cache_control is not None:
+                marked = True
+            blocks: list[wire.InputBlock] = [
+                text_block(text=said.text, cache_control=said.cache_control),
+                tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value),
+            ]
+            if turn is not None and not turn_user:
+                if type(turn.content) is str:
+                    turn.content = turn_blocks
+                turn_blocks.extend(blocks)
+                turn_other = True
+                continue
+            turn = message(role="assistant", content=blocks)
+            out.append(turn)
+            turn_blocks, turn_user, turn_other, turn_unordered = blocks, False, True, False
+            continue
         assistant = m.role == "assistant"
         other = late = results = False  # a block not a result; a result after one; a result
-        blocks: list[wire.InputBlock] = []
+        blocks = []
         append = blocks.append
-        for p in m.content:  # (its position is looked up by the rare paths that need it)
+        for p in parts_in:  # (its position is looked up by the rare paths that need it)
             if type(p) is text:
                 if p.text:  # Anthropic rejects empty text blocks
                     if p.citations:
@@ -677,16 +758,7 @@ def _messages_out(
                     append(text_block(text=p.text, cache_control=p.cache_control))
                     other = True
             elif type(p) is call and assistant and p.kind != "custom":
-                args = p.arguments
-                value: Any = {}
-                if args:
-                    try:
-                        value = decode(args)
-                    except (msgspec.DecodeError, ValueError):
-                        value = None
-                    if type(value) is not dict:
-                        # raises the error that names it
-                        value = _arguments_out(args, i, _position(m.content, p))
+                value = _arguments_out(p.arguments, i, _position(parts_in, p))
                 append(tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value))
             elif type(p) is reasoning and assistant and p.signature is None and p.redacted is None:
                 # reasoning with no Anthropic signature (a Gemini thought signature, once
