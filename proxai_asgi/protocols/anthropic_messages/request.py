@@ -562,7 +562,7 @@ def encode_request(
         thinking, effort, thinking_on = None, None, False
     if thinking_on:
         temperature, top_p, top_k = _sampling_with_thinking(temperature, top_p, top_k, report)
-    messages, marked = _messages_out(request.messages, report)
+    messages, marked, short = _messages_out(request.messages, report)
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
@@ -583,7 +583,7 @@ def encode_request(
         ),
     )
     if request.implicit_caching and options.cache_breakpoints:
-        cache_breakpoints.place(body, messages_marked=marked)
+        cache_breakpoints.place(body, messages_marked=marked, short_turns=short)
     return _encoder.encode(body)
 
 
@@ -640,11 +640,12 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
 
 def _messages_out(
     messages: list[c.Message], report: TranslationReport
-) -> tuple[list[wire.InputMessage], bool]:
+) -> tuple[list[wire.InputMessage], bool, list[wire.InputMessage]]:
     """Canonical turns -> Anthropic turns: tool turns become user turns of tool_result
     blocks; consecutive same-role turns merge (parallel results share ONE user turn);
     in each user turn the tool_result blocks come first. Also whether a block carries
-    ``cache_control`` (``cache_breakpoints.place`` need not look at every block).
+    ``cache_control``, and the turns opened in the short form (a string; they may
+    have become blocks since): ``cache_breakpoints.place`` need not look at every block.
 
     One pass, one wire message per turn: the usual parts (text, a function call, a
     tool result of one text) are built inline, as an agent loop resends every one of
@@ -662,6 +663,7 @@ def _messages_out(
     turn_blocks: list[wire.InputBlock] = []
     turn_user = turn_other = turn_unordered = False
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
+    short: list[wire.InputMessage] = []
     for i, m in enumerate(messages):
         parts_in = m.content
         # An agent loop's two turns, whole (no per-part loop, flags or branches): a
@@ -814,13 +816,12 @@ def _messages_out(
             turn_other = turn_other or other
             continue
         first = blocks[0]
-        turn = message(
-            role="user" if user else "assistant",
+        if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
             # the short form for a lone plain text block
-            content=first.text
-            if len(blocks) == 1 and type(first) is text_block and first.cache_control is None
-            else blocks,
-        )
+            turn = message(role="user" if user else "assistant", content=first.text)
+            short.append(turn)
+        else:
+            turn = message(role="user" if user else "assistant", content=blocks)
         out.append(turn)
         turn_blocks, turn_user, turn_other, turn_unordered = blocks, user, other, user and late
         if turn_unordered:
@@ -830,7 +831,7 @@ def _messages_out(
         turn.content = [b for b in blocks if type(b) is tool_result] + [
             b for b in blocks if type(b) is not tool_result
         ]
-    return out, marked
+    return out, marked, short
 
 
 # Call ids as Anthropic takes them (``ids.safe_tool_id``), by a dict look-up: an agent

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
 from proxai_asgi.errors import ProxyError, TranslationReport
-from proxai_asgi.protocols.anthropic_messages import request
+from proxai_asgi.protocols.anthropic_messages import cache_breakpoints, request, wire
 
 _IDS = st.sampled_from(["call_1", "call_2", "bad id!"])
 _CACHE = st.none() | st.just({"type": "ephemeral"})
@@ -70,7 +70,7 @@ _CONVERSATION = st.lists(_TOOL_TURN | _ASSISTANT_TURN | _OTHER_TURN, min_size=1,
 def _outcome(messages: list[c.Message], lossy: bool) -> tuple[Any, ...]:
     report = TranslationReport(lossy)
     try:
-        out, marked = request._messages_out(messages, report)
+        out, marked, _short = request._messages_out(messages, report)
     except ProxyError as e:
         return ("error", e.status, e.message, e.param)
     return ("ok", msgspec.json.encode(out), marked, report.dropped)
@@ -140,3 +140,28 @@ def test_the_result_of_a_dropped_custom_call_is_dropped_too() -> None:
     outcome = _outcome(messages, True)
     assert outcome == _outcome(_general(messages), True)
     assert b"tool_result" not in outcome[1]
+
+
+def _placed(messages: list[c.Message], told: bool) -> tuple[int, bytes]:
+    out, marked, short = request._messages_out(messages, TranslationReport(True))
+    body = wire.UpstreamRequest(model="m", messages=out, max_tokens=1)
+    if told:
+        placed = cache_breakpoints.place(body, messages_marked=marked, short_turns=short)
+    else:
+        placed = cache_breakpoints.place(body)
+    return placed, msgspec.json.encode(body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CONVERSATION)
+def test_breakpoints_placed_with_the_short_turns_named_are_placed_as_when_searched(
+    messages: list[c.Message],
+) -> None:
+    try:
+        out, _marked, short = request._messages_out(messages, TranslationReport(True))
+    except ProxyError:
+        return  # (a call's arguments that are not JSON: no body to mark)
+    assert [m for m in out if isinstance(m.content, str)] == [
+        m for m in short if isinstance(m.content, str)
+    ]
+    assert _placed(messages, told=True) == _placed(messages, told=False)
