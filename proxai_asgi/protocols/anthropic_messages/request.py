@@ -178,30 +178,74 @@ def _messages_in(
     messages: list[c.Message] = []
     count = len(wire_messages)
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
+    text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
     encode = _encoder.encode
-    pending: list[str] | None = None  # the ids the previous (assistant) message asks for
+    # the ids the previous (assistant) message asks for: one (a str, the usual turn) or more
+    pending: str | list[str] | None = None
     for i, m in enumerate(wire_messages):
         content = m.content
+        # An agent loop's two turns first, whole: a user turn of one tool result that
+        # answers the call before it (if any), and an assistant turn of a text and a
+        # call (that follows no call). Neither can hold an empty text block.
+        if type(content) is list:
+            if len(content) == 1:
+                if (
+                    type(only := content[0]) is tool_result
+                    and m.role == "user"
+                    and (pending is None or only.tool_use_id == pending)
+                ):
+                    messages.append(
+                        message(
+                            role="tool",
+                            content=[
+                                result(
+                                    call_id=only.tool_use_id,
+                                    content=[text(text=only.content)] if only.content else [],
+                                    is_error=bool(only.is_error),
+                                    cache_control=only.cache_control,
+                                )
+                                if type(only.content) is str
+                                else _tool_result_in(only, i, 0, report)
+                            ],
+                        )
+                    )
+                    pending = None
+                    continue
+            elif (
+                len(content) == 2
+                and type(said := content[0]) is text_block
+                and type(used := content[1]) is tool_use
+                and m.role == "assistant"
+                and pending is None
+                and said.text
+                and not said.citations
+            ):  # (as ``_assistant_turn`` builds it)
+                messages.append(
+                    message(
+                        role="assistant",
+                        content=[
+                            text(text=said.text, cache_control=said.cache_control),
+                            call(id=used.id, name=used.name, arguments=encode(used.input).decode()),
+                        ],
+                    )
+                )
+                pending = used.id
+                continue
         if pending is not None:
-            if not (
-                type(content) is list
-                and content
-                and type(first := content[0]) is tool_result
-                and len(pending) == 1
-                and first.tool_use_id == pending[0]
-            ):
-                _check_answered(content, pending, wire_messages)
+            _check_answered(
+                content, [pending] if isinstance(pending, str) else pending, wire_messages
+            )
             pending = None
         if isinstance(content, str):  # the short form: one plain text block
             if not content and not (m.role == "assistant" and i == count - 1):
                 _empty_message(i)
-            text = c.Text(text=content)
+            said_text = text(text=content)
             if m.role == "system":
-                system.append(text)
+                system.append(said_text)
             elif m.role == "user":
-                messages.append(c.Message(role="user", content=[text]))
+                messages.append(message(role="user", content=[said_text]))
             else:
-                messages.append(c.Message(role="assistant", content=[text]))
+                messages.append(message(role="assistant", content=[said_text]))
             continue
         if m.role == "system":
             _check_not_empty(content, i, count, m.role)
@@ -214,44 +258,7 @@ def _messages_in(
         # the API names that one first.
         try:
             if m.role == "user":
-                if len(content) == 1 and type(only := content[0]) is tool_result:
-                    # an agent loop's user turn: one tool result (in the short form, inline)
-                    messages.append(
-                        c.Message(
-                            role="tool",
-                            content=[
-                                c.ToolResult(
-                                    call_id=only.tool_use_id,
-                                    content=[c.Text(text=only.content)] if only.content else [],
-                                    is_error=bool(only.is_error),
-                                    cache_control=only.cache_control,
-                                )
-                                if type(only.content) is str
-                                else _tool_result_in(only, i, 0, report)
-                            ],
-                        )
-                    )
-                else:
-                    messages.extend(_user_turn(content, i, report))
-            elif (
-                len(content) == 2
-                and type(said := content[0]) is text_block
-                and type(call := content[1]) is tool_use
-                and said.text
-                and not said.citations
-            ):  # an agent loop's assistant turn: a text, then one call (as ``_assistant_turn``)
-                messages.append(
-                    c.Message(
-                        role="assistant",
-                        content=[
-                            c.Text(text=said.text, cache_control=said.cache_control),
-                            c.ToolCall(
-                                id=call.id, name=call.name, arguments=encode(call.input).decode()
-                            ),
-                        ],
-                    )
-                )
-                pending = [call.id]
+                messages.extend(_user_turn(content, i, report))
             else:
                 messages.append(_assistant_turn(content, i, report))
                 pending = [b.id for b in content if type(b) is tool_use] or None

@@ -8,9 +8,11 @@ same, error for error; the inline assistant turn must equal ``_assistant_turn``'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,6 +99,27 @@ def test_two_calls_answered_by_a_first_block_for_one_of_them_are_rejected() -> N
     assert "immediately after: t2. Each" in outcome[2]
 
 
+def _assert_turn_as_general(
+    messages: list[dict[str, Any]], i: int, general: Callable[..., Any]
+) -> None:
+    """``messages[i]`` (the last) decodes, inline, as ``general`` converts its blocks:
+    the same canonical turn(s) or error, and the same report."""
+    report = TranslationReport()
+    try:
+        decoded = request.decode_request(_body(messages), report).messages
+        got: Any = decoded[i] if general is request._assistant_turn else decoded[i:]
+    except ProxyError as e:
+        got = (e.message, e.param)
+    general_report = TranslationReport()
+    blocks = msgspec.convert(messages[i]["content"], list[wire.InputBlock])
+    try:
+        want: Any = general(blocks, i, general_report)
+    except ProxyError as e:
+        want = (e.message, e.param)
+    assert got == want
+    assert report.dropped == general_report.dropped
+
+
 _CACHE = st.none() | st.just({"type": "ephemeral"})
 _TEXT = st.fixed_dictionaries(
     {"type": st.just("text"), "text": st.sampled_from(["", "said"])},
@@ -127,16 +150,50 @@ def test_the_inline_assistant_turn_equals_the_general_one(
         {"role": "assistant", "content": blocks},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"]}]},
     ]
-    report = TranslationReport()
-    try:
-        got: Any = request.decode_request(_body(messages), report).messages[1]
-    except ProxyError as e:
-        got = (e.message, e.param)
-    general = TranslationReport()
-    wire_blocks = msgspec.convert(blocks, list[wire.InputBlock])
-    try:
-        want: Any = request._assistant_turn(wire_blocks, 1, general)
-    except ProxyError as e:
-        want = (e.message, e.param)
-    assert got == want
-    assert report.dropped == general.dropped
+    _assert_turn_as_general(messages, 1, request._assistant_turn)
+
+
+_RESULT_BLOCK = st.fixed_dictionaries(
+    {"type": st.just("tool_result"), "tool_use_id": st.sampled_from(_IDS)},
+    optional={
+        "content": st.sampled_from(["", "out", [], [{"type": "text", "text": "y"}]])
+        | st.just([_BLOCKS[-2]]),
+        "is_error": st.booleans() | st.none(),
+        "cache_control": _CACHE,
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_RESULT_BLOCK)
+def test_the_inline_tool_result_turn_equals_the_general_one(block: dict[str, Any]) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [_BLOCKS[0], {**_USE1, "id": block["tool_use_id"]}]},
+        {"role": "user", "content": [block]},
+    ]
+    _assert_turn_as_general(messages, 2, request._user_turn)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "thanks",
+        [_RESULT2],
+        [_BLOCKS[0]],
+        [_BLOCKS[0], _USE1],  # an assistant-shaped turn where the answer should be
+    ],
+)
+@pytest.mark.parametrize("role", ["user", "assistant"])
+def test_the_usual_assistant_turn_left_unanswered_is_rejected(answer: Any, role: str) -> None:
+    body = _body(
+        [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [_BLOCKS[0], _USE1]},
+            {"role": role, "content": answer},
+        ]
+    )
+    outcome = _outcome(body, two_pass=False)
+    assert outcome == _outcome(body, two_pass=True)
+    assert outcome[0] == "error"
+    assert outcome[3] == "messages.2"
