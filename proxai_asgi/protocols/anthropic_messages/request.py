@@ -665,7 +665,7 @@ def _messages_out(
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
     text, call, result, reasoning = c.Text, c.ToolCall, c.ToolResult, c.Reasoning
-    message, decode, safe_ids = wire.InputMessage, _json.decode, _SAFE_IDS
+    message, safe_ids, raw_inputs = wire.InputMessage, _SAFE_IDS, _RAW_INPUTS
     turn: wire.InputMessage | None = None  # the open turn, its blocks and role
     turn_blocks: list[wire.InputBlock] = []
     turn_user = turn_other = turn_unordered = False
@@ -728,20 +728,16 @@ def _messages_out(
         ):
             if n == 3:
                 report.drop("reasoning")
-            args = p.arguments
-            value: Any = {}
-            if args:
-                try:
-                    value = decode(args)
-                except (msgspec.DecodeError, ValueError):
-                    value = None
-                if type(value) is not dict:
-                    value = _arguments_out(args, i, n - 1)  # raises, naming it
+            value = raw_inputs.get(p.arguments) or _raw_input(p.arguments, i, n - 1)
             if said.cache_control is not None:
                 marked = True
             blocks: list[wire.InputBlock] = [
                 text_block(text=said.text, cache_control=said.cache_control),
-                tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value),
+                tool_use(
+                    id=safe_ids.get(p.id) or _safe_id(p.id),
+                    name=p.name,
+                    input=cast("dict[str, Any]", value),  # (encoded as it is)
+                ),
             ]
             if turn is not None and not turn_user:
                 if type(turn.content) is str:
@@ -767,8 +763,15 @@ def _messages_out(
                     append(text_block(text=p.text, cache_control=p.cache_control))
                     other = True
             elif type(p) is call and assistant and p.kind != "custom":
-                value = _arguments_out(p.arguments, i, _position(parts_in, p))
-                append(tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value))
+                args = p.arguments
+                raw = raw_inputs.get(args) or _raw_input(args, i, _position(parts_in, p))
+                append(
+                    tool_use(
+                        id=safe_ids.get(p.id) or _safe_id(p.id),
+                        name=p.name,
+                        input=cast("dict[str, Any]", raw),  # (encoded as it is)
+                    )
+                )
             elif type(p) is reasoning and assistant and p.signature is None and p.redacted is None:
                 # reasoning with no Anthropic signature (a Gemini thought signature, once
                 # per turn of a resent conversation): dropped as ``_thinking_out`` would
@@ -854,6 +857,26 @@ def _safe_id(call_id: str) -> str:
         _SAFE_IDS.clear()
     _SAFE_IDS[call_id] = safe
     return safe
+
+
+# A call's arguments as Anthropic takes them (``input``: the JSON object), already
+# encoded: a look-up, not a JSON decode here and an encode of the object in the body
+# for every call of a resent conversation (an agent loop resends every call each
+# turn). ``encode(decode(arguments))``, so the bytes are those the object gives.
+# Bounded: short arguments only, cleared when full.
+_RAW_INPUTS: dict[str, msgspec.Raw] = {}
+_RAW_INPUTS_MAX = 2048
+_RAW_INPUT_MAX_CHARS = 512
+
+
+def _raw_input(arguments: str, i: int, j: int) -> msgspec.Raw:
+    """``arguments`` (of ``messages[i].content[j]``) as a tool_use ``input``."""
+    raw = msgspec.Raw(_encoder.encode(_arguments_out(arguments, i, j)))
+    if len(arguments) <= _RAW_INPUT_MAX_CHARS:
+        if len(_RAW_INPUTS) >= _RAW_INPUTS_MAX:
+            _RAW_INPUTS.clear()
+        _RAW_INPUTS[arguments] = raw
+    return raw
 
 
 def _position(items: Sequence[object], item: object) -> int:

@@ -8,9 +8,11 @@ error."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -165,3 +167,68 @@ def test_breakpoints_placed_with_the_short_turns_named_are_placed_as_when_search
         m for m in short if isinstance(m.content, str)
     ]
     assert _placed(messages, told=True) == _placed(messages, told=False)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=4), _JSON),
+    st.sampled_from([None, 1]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_calls_input_is_the_encoded_object_of_its_arguments_however_written(
+    value: dict[str, Any], indent: int | None, ascii_only: bool, long: bool
+) -> None:
+    if long:  # arguments too long to be kept for the next turn
+        value = {**value, "pad": "x" * 600}
+    args = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    messages = [
+        c.Message(
+            role="assistant",
+            content=[c.Text(text="t"), c.ToolCall(id="call_1", name="sh", arguments=args)],
+        ),
+        c.Message(
+            role="assistant",  # the general loop's call (a second call in a turn)
+            content=[c.ToolCall(id="call_2", name="sh", arguments=args)] * 2,
+        ),
+    ]
+    decoded = msgspec.json.decode(args)
+    use = {"type": "tool_use", "id": "call_1", "name": "sh", "input": decoded}
+    other = {**use, "id": "call_2"}
+    want = msgspec.json.encode(
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "t"}, use, other, other],
+            }
+        ]
+    )
+    for _ in range(2):  # the second time, from what the first kept
+        assert _outcome(messages, False)[1] == want
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [("nope", "are not valid JSON"), ("[1]", "must be a JSON object")],
+)
+def test_arguments_that_are_not_an_object_are_400_every_time(arguments: str, error: str) -> None:
+    call = c.ToolCall(id="call_1", name="sh", arguments=arguments)
+    for _ in range(2):  # (nothing is kept from a failure)
+        outcome = _outcome([c.Message(role="assistant", content=[c.Text(text="t"), call])], False)
+        assert outcome[0] == "error"
+        assert outcome[3] == "messages[0].content[1].arguments"
+        assert error in outcome[2]
+
+
+def test_the_kept_inputs_are_bounded() -> None:
+    for n in range(request._RAW_INPUTS_MAX + 10):
+        request._raw_input(f'{{"n":{n}}}', 0, 0)
+        assert len(request._RAW_INPUTS) <= request._RAW_INPUTS_MAX
+    assert bytes(request._raw_input('{"n": 1}', 0, 0)) == b'{"n":1}'
