@@ -52,7 +52,6 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
-_PLAIN_TOOL_KEYS = frozenset({"name", "description", "input_schema"})
 # The fields an agent loop's turn leaves out, handled only when one is there.
 RARE_FIELDS = absent(
     "stop_sequences", "top_p", "top_k", "output_config", "output_format", "service_tier"
@@ -201,7 +200,7 @@ def _messages_in(
                                 result(
                                     call_id=only.tool_use_id,
                                     content=[text(text=only.content)] if only.content else [],
-                                    is_error=bool(only.is_error),
+                                    is_error=only.is_error is True,
                                     cache_control=only.cache_control,
                                 )
                                 if type(only.content) is str
@@ -491,7 +490,8 @@ def _tools_in(
             type(name) is str
             and type(schema) is dict
             and (about is None or type(about) is str)
-            and raw.keys() <= _PLAIN_TOOL_KEYS
+            # no other key (a length, not a key-set test: that was a fifth of the loop)
+            and len(raw) == (2 if about is None else 3)
         ):
             tools.append(c.Tool(name=name, description=about, parameters=schema))
             continue

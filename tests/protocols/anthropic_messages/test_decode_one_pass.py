@@ -197,3 +197,37 @@ def test_the_usual_assistant_turn_left_unanswered_is_rejected(answer: Any, role:
     assert outcome == _outcome(body, two_pass=True)
     assert outcome[0] == "error"
     assert outcome[3] == "messages.2"
+
+
+_TOOL = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["sh", 3]),
+        "description": st.sampled_from(["runs", None, 1]),
+        "input_schema": st.sampled_from([{"type": "object"}, None, "x"]),
+        "type": st.sampled_from(["custom", None]),
+        "cache_control": _CACHE,
+        "strict": st.booleans(),
+    },
+)
+
+
+def _tools_outcome(raw: dict[str, Any]) -> tuple[Any, ...]:
+    report = TranslationReport()
+    try:
+        tools = request._tools_in([raw], report)
+    except ProxyError as e:
+        return ("error", e.message, e.param)
+    return ("ok", tools, report.dropped)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TOOL)
+def test_the_usual_tool_declaration_decodes_as_the_general_path_does(raw: dict[str, Any]) -> None:
+    # a key the general path drops (and reports) sends it there
+    general = _tools_outcome({**raw, "defer_loading": True})
+    got = _tools_outcome(raw)
+    if got[0] == "ok":
+        assert general == ("ok", got[1], [*got[2], "tools.defer_loading"])
+    else:
+        assert general == got
