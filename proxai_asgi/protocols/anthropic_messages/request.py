@@ -44,7 +44,9 @@ from . import cache_breakpoints, wire
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, tool_results_follow, validate
 
-_request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
+_request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.ClientMessagesRequest)
+# (for the error of a body whose call ``input`` is not an object: ``_decode_error``)
+_strict_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
@@ -52,6 +54,8 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
+# how many keys the usual tool declaration has: name, input_schema (and description)
+_PLAIN_TOOL_KEY_COUNTS = (3, 2)  # (indexed by ``description is None``)
 # The fields an agent loop's turn leaves out, handled only when one is there.
 RARE_FIELDS = absent(
     "stop_sequences", "top_p", "top_k", "output_config", "output_format", "service_tier"
@@ -104,7 +108,7 @@ def _tag(block: msgspec.Struct) -> str:
 # ====================================================================== client
 
 
-def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest:
+def _decode_body(body: bytes, report: TranslationReport) -> wire.ClientMessagesRequest:
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``wire.ClientRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
@@ -115,6 +119,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest
         req = _request_decoder.decode(body)
         fields = _fields_decoder.decode(body)
     except msgspec.ValidationError as e:
+        _decode_error(body)  # the strict decode fails too, maybe earlier in the body
         raise _invalid(e) from None
     except (msgspec.DecodeError, ValueError) as e:  # ValueError: invalid UTF-8
         raise ProxyError.invalid(f"request body is not valid JSON: {e}") from None
@@ -124,8 +129,27 @@ def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest
     return req
 
 
+def _decode_error(body: bytes) -> None:
+    """The 400 the strict decode (``wire.MessagesRequest``, a call's ``input`` an
+    object) gives ``body``, if it fails. The client decode leaves ``input`` encoded,
+    so it takes a body with an ``input`` that is not one: every error path calls this
+    first, as the API names a malformed body before anything else in it."""
+    try:
+        _strict_decoder.decode(body)
+    except msgspec.ValidationError as e:
+        raise _invalid(e) from None
+
+
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
+    try:
+        return _request_in(req, report)
+    except ProxyError:
+        _decode_error(body)
+        raise
+
+
+def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c.Request:
     validate(req)
     system = _system_in(req.system)
     if not req.messages:
@@ -167,7 +191,9 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
 
 def _messages_in(
-    wire_messages: list[wire.InputMessage], system: list[c.Text], report: TranslationReport
+    wire_messages: list[wire.ClientInputMessage],
+    system: list[c.Text],
+    report: TranslationReport,
 ) -> list[c.Message]:
     """The turns (``system`` takes the system messages). It also checks what
     ``validate.tool_results_follow`` checks, in the same pass: the ids of each
@@ -176,9 +202,10 @@ def _messages_in(
     that fails defers to it for the API's error."""
     messages: list[c.Message] = []
     count = len(wire_messages)
-    text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
+    text_block, tool_result = wire.TextBlock, wire.ToolResultBlock
+    tool_use = wire.ClientToolUseBlock
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
-    encode = _encoder.encode
+    arguments_in = _ARGUMENTS_IN
     # the ids the previous (assistant) message asks for: one (a str, the usual turn) or more
     pending: str | list[str] | None = None
     for i, m in enumerate(wire_messages):
@@ -224,7 +251,12 @@ def _messages_in(
                         role="assistant",
                         content=[
                             text(text=said.text, cache_control=said.cache_control),
-                            call(id=used.id, name=used.name, arguments=encode(used.input).decode()),
+                            call(
+                                id=used.id,
+                                name=used.name,
+                                arguments=arguments_in.get(key := bytes(used.input))
+                                or _arguments_in(key),
+                            ),
                         ],
                     )
                 )
@@ -268,7 +300,9 @@ def _messages_in(
 
 
 def _check_answered(
-    content: str | list[wire.InputBlock], ids: list[str], messages: list[wire.InputMessage]
+    content: str | list[wire.ClientInputBlock],
+    ids: list[str],
+    messages: list[wire.ClientInputMessage],
 ) -> None:
     """Whether ``content`` answers every id in ``ids`` (the general case of the check
     in ``_messages_in``); if not, the API's error, from ``tool_results_follow``."""
@@ -278,6 +312,25 @@ def _check_answered(
             return
     tool_results_follow(messages)
     raise AssertionError("tool_results_follow passed a turn that leaves a tool_use unanswered")
+
+
+# A call's ``input`` (its JSON, as the client wrote it) as canonical arguments: the JSON
+# text of the object, as ``response.arguments_json`` gives it, by a dict look-up (an
+# agent loop resends every call each turn). Bounded: short inputs, cleared when full.
+_ARGUMENTS_IN: dict[bytes, str] = {}
+_ARGUMENTS_IN_MAX = 2048
+_ARGUMENT_MAX_BYTES = 512
+
+
+def _arguments_in(raw: bytes) -> str:
+    if not raw.startswith(b"{"):  # (``decode_request`` names it as the strict decode does)
+        raise ProxyError.invalid("tool_use.input: Input should be an object")
+    arguments = _encoder.encode(_json.decode(raw)).decode()
+    if len(raw) <= _ARGUMENT_MAX_BYTES:
+        if len(_ARGUMENTS_IN) >= _ARGUMENTS_IN_MAX:
+            _ARGUMENTS_IN.clear()
+        _ARGUMENTS_IN[raw] = arguments
+    return arguments
 
 
 # Blocks are told apart by ``type(b) is``, not ``isinstance``: a failed ``isinstance``
@@ -300,7 +353,7 @@ def _empty_message(i: int) -> None:
     )
 
 
-def _check_not_empty(blocks: list[wire.InputBlock], i: int, count: int, role: str) -> None:
+def _check_not_empty(blocks: list[wire.ClientInputBlock], i: int, count: int, role: str) -> None:
     """The API's rules: every message but a final assistant one has content, and no
     text block is empty."""
     if not blocks and not (role == "assistant" and i == count - 1):
@@ -323,7 +376,7 @@ def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
     return [c.Text(text=b.text, cache_control=b.cache_control) for b in system]
 
 
-def _system_message(blocks: list[wire.InputBlock], i: int) -> list[c.Text]:
+def _system_message(blocks: list[wire.ClientInputBlock], i: int) -> list[c.Text]:
     out: list[c.Text] = []
     for j, b in enumerate(blocks):
         if type(b) is not wire.TextBlock:
@@ -409,7 +462,9 @@ def _tool_result_in(
     )
 
 
-def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> list[c.Message]:
+def _user_turn(
+    blocks: list[wire.ClientInputBlock], i: int, report: TranslationReport
+) -> list[c.Message]:
     """A user turn: its tool_result blocks become a ``tool`` message placed before the
     rest of the turn's content (a second, ``user`` message)."""
     if len(blocks) == 1 and type(blocks[0]) is wire.ToolResultBlock:  # an agent loop's turn
@@ -425,7 +480,7 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
             results.append(_tool_result_in(b, i, j, report))
         elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
             rest.append(_media_in(b, _block_path(i, j), report))
-        elif type(b) is wire.ToolUseBlock:
+        elif type(b) is wire.ClientToolUseBlock:
             path = _block_path(i, j)
             raise ProxyError.invalid(
                 f"{path}.type: tool_use blocks belong in assistant messages", f"{path}.type"
@@ -440,7 +495,9 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
     return out
 
 
-def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
+def _assistant_turn(
+    blocks: list[wire.ClientInputBlock], i: int, report: TranslationReport
+) -> c.Message:
     parts: list[c.Part] = []
     append = parts.append
     for b in blocks:  # (its position is looked up by the paths that name it)
@@ -452,8 +509,13 @@ def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationRe
                 if not b.citations
                 else _text_in(b, report)
             )
-        elif type(b) is wire.ToolUseBlock:  # (``response.arguments_json``, inline)
-            append(c.ToolCall(id=b.id, name=b.name, arguments=_encoder.encode(b.input).decode()))
+        elif type(b) is wire.ClientToolUseBlock:
+            key = bytes(b.input)
+            append(
+                c.ToolCall(
+                    id=b.id, name=b.name, arguments=_ARGUMENTS_IN.get(key) or _arguments_in(key)
+                )
+            )
         elif type(b) is wire.ThinkingBlock:
             append(reasoning_from_thinking(b.thinking, b.signature))
         elif type(b) is wire.RedactedThinkingBlock:
@@ -491,7 +553,7 @@ def _tools_in(
             and type(schema) is dict
             and (about is None or type(about) is str)
             # no other key (a length, not a key-set test: that was a fifth of the loop)
-            and len(raw) == (2 if about is None else 3)
+            and len(raw) == _PLAIN_TOOL_KEY_COUNTS[about is None]
         ):
             tools.append(c.Tool(name=name, description=about, parameters=schema))
             continue

@@ -111,7 +111,9 @@ def _assert_turn_as_general(
     except ProxyError as e:
         got = (e.message, e.param)
     general_report = TranslationReport()
-    blocks = msgspec.convert(messages[i]["content"], list[wire.InputBlock])
+    blocks = msgspec.json.decode(
+        msgspec.json.encode(messages[i]["content"]), type=list[wire.ClientInputBlock]
+    )
     try:
         want: Any = general(blocks, i, general_report)
     except ProxyError as e:

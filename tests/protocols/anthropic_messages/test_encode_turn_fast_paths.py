@@ -20,6 +20,8 @@ from proxai_asgi import canonical as c
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import cache_breakpoints, request, wire
 
+from ._strategies import JSON_VALUES
+
 _IDS = st.sampled_from(["call_1", "call_2", "bad id!"])
 _CACHE = st.none() | st.just({"type": "ephemeral"})
 _KIND = st.sampled_from(["function", "function", "custom"])
@@ -169,20 +171,9 @@ def test_breakpoints_placed_with_the_short_turns_named_are_placed_as_when_search
     assert _placed(messages, told=True) == _placed(messages, told=False)
 
 
-_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=8,
-)
-
-
 @settings(max_examples=300, deadline=None)
 @given(
-    st.dictionaries(st.text(max_size=4), _JSON),
+    st.dictionaries(st.text(max_size=4), JSON_VALUES),
     st.sampled_from([None, 1]),
     st.booleans(),
     st.booleans(),
