@@ -54,14 +54,16 @@ _THOUGHT = st.sampled_from(
     ]
 )
 _TOOL_TURN = st.builds(lambda r: c.Message(role="tool", content=[r]), _RESULT)
-_ASSISTANT_TURN = st.builds(
-    lambda said, thought, call: c.Message(
-        role="assistant", content=[said, call] if thought is None else [said, thought, call]
-    ),
-    _TEXT,
-    st.none() | _THOUGHT,
-    _CALL,
-)
+
+
+def _assistant_turn(
+    said: c.Text | None, thought: c.Reasoning | None, call: c.ToolCall
+) -> c.Message:
+    parts: list[c.Part] = [call] if thought is None else [thought, call]
+    return c.Message(role="assistant", content=parts if said is None else [said, *parts])
+
+
+_ASSISTANT_TURN = st.builds(_assistant_turn, st.none() | _TEXT, st.none() | _THOUGHT, _CALL)
 _USER_TEXT = st.just(c.Message(role="user", content=[c.Text(text="hi")]))
 _OTHER_TURN = _USER_TEXT | st.builds(
     c.Message,
