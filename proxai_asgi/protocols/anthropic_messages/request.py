@@ -262,6 +262,24 @@ def _messages_in(
                 )
                 pending = used.id
                 continue
+            elif (
+                len(content) == 2
+                and type(only := content[0]) is tool_result
+                and type(said := content[1]) is text_block
+                and m.role == "user"
+                and (pending is None or only.tool_use_id == pending)
+                and said.text
+                and not said.citations
+            ):  # a result and a text (a Claude Code turn): two turns, as ``_user_turn``'s
+                messages.append(message(role="tool", content=[_tool_result_in(only, i, 0, report)]))
+                messages.append(
+                    message(
+                        role="user",
+                        content=[text(text=said.text, cache_control=said.cache_control)],
+                    )
+                )
+                pending = None
+                continue
         if pending is not None:
             _check_answered(
                 content, [pending] if isinstance(pending, str) else pending, wire_messages

@@ -102,8 +102,9 @@ def test_two_calls_answered_by_a_first_block_for_one_of_them_are_rejected() -> N
 def _assert_turn_as_general(
     messages: list[dict[str, Any]], i: int, general: Callable[..., Any]
 ) -> None:
-    """``messages[i]`` (the last) decodes, inline, as ``general`` converts its blocks:
-    the same canonical turn(s) or error, and the same report."""
+    """``messages[i]`` (the last) decodes, inline, as ``general`` converts its blocks
+    (in ``_messages_in``'s general path): the same canonical turn(s) or error, and the
+    same report."""
     report = TranslationReport()
     try:
         decoded = request.decode_request(_body(messages), report).messages
@@ -118,6 +119,10 @@ def _assert_turn_as_general(
         want: Any = general(blocks, i, general_report)
     except ProxyError as e:
         want = (e.message, e.param)
+        try:  # an empty text block is named first (``_messages_in`` asks after an error)
+            request._check_not_empty(blocks, i, len(messages), messages[i]["role"])
+        except ProxyError as empty:
+            want = (empty.message, empty.param)
     assert got == want
     assert report.dropped == general_report.dropped
 
@@ -166,13 +171,16 @@ _RESULT_BLOCK = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None)
-@given(_RESULT_BLOCK)
-def test_the_inline_tool_result_turn_equals_the_general_one(block: dict[str, Any]) -> None:
+@settings(max_examples=300, deadline=None)
+@given(_RESULT_BLOCK, st.none() | _TEXT)
+def test_the_inline_tool_result_turns_equal_the_general_one(
+    block: dict[str, Any], then: dict[str, Any] | None
+) -> None:
+    # a result alone, or a result and a text (two canonical turns)
     messages = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": [_BLOCKS[0], {**_USE1, "id": block["tool_use_id"]}]},
-        {"role": "user", "content": [block]},
+        {"role": "user", "content": [block] if then is None else [block, then]},
     ]
     _assert_turn_as_general(messages, 2, request._user_turn)
 
