@@ -313,7 +313,7 @@ _TOOL_DECLARATIONS = st.lists(
 @given(_TOOL_DECLARATIONS)
 def test_anthropic_plain_tool_declarations_agree(tools: list[dict[str, Any]]) -> None:
     """The usual declaration is built without ``msgspec.convert``; with that path
-    turned off (no key counts as plain) every declaration gives the same tools,
+    turned off (no key count is plain) every declaration gives the same tools,
     report and error."""
     body = msgspec.json.encode(
         {
@@ -325,6 +325,6 @@ def test_anthropic_plain_tool_declarations_agree(tools: list[dict[str, Any]]) ->
     )
     fast = _outcome(anthropic_request.decode_request, body)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(anthropic_request, "_PLAIN_TOOL_KEYS", frozenset())
+        mp.setattr(anthropic_request, "_PLAIN_TOOL_KEY_COUNTS", (-1, -1))
         slow = _outcome(anthropic_request.decode_request, body)
     assert fast == slow

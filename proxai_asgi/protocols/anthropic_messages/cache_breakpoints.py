@@ -67,9 +67,15 @@ def has_breakpoint(body: wire.UpstreamRequest, messages_marked: bool | None = No
     return False
 
 
-def place(body: wire.UpstreamRequest, messages_marked: bool | None = None) -> int:
+def place(
+    body: wire.UpstreamRequest,
+    messages_marked: bool | None = None,
+    short_turns: list[wire.InputMessage] | None = None,
+) -> int:
     """Mark ``body`` in place (see the module docstring); returns how many were placed.
-    ``messages_marked``: as for ``has_breakpoint``.
+    ``messages_marked``: as for ``has_breakpoint``; ``short_turns``, when given, holds
+    every message whose content is a string (others may be in it too), so the rest
+    need not be looked at.
 
     Plain loops and ``type()`` tests: this runs on every request of an OpenAI client
     to Anthropic, most of them a short turn, where a generator or an ``isinstance``
@@ -100,7 +106,7 @@ def place(body: wire.UpstreamRequest, messages_marked: bool | None = None) -> in
             previous = i - 1
             break
     text_block = wire.TextBlock
-    for m in messages:
+    for m in messages if short_turns is None else short_turns:
         content = m.content
         if type(content) is str and content:
             m.content = [text_block(text=content)]

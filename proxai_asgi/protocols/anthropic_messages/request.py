@@ -42,9 +42,11 @@ from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
 from .response import citations_in, reasoning_from_thinking
-from .validate import image_media_type, validate
+from .validate import image_media_type, tool_results_follow, validate
 
-_request_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
+_request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.ClientMessagesRequest)
+# (for the error of a body whose call ``input`` is not an object: ``_decode_error``)
+_strict_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
@@ -52,7 +54,8 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
-_PLAIN_TOOL_KEYS = frozenset({"name", "description", "input_schema"})
+# how many keys the usual tool declaration has: name, input_schema (and description)
+_PLAIN_TOOL_KEY_COUNTS = (3, 2)  # (indexed by ``description is None``)
 # The fields an agent loop's turn leaves out, handled only when one is there.
 RARE_FIELDS = absent(
     "stop_sequences", "top_p", "top_k", "output_config", "output_format", "service_tier"
@@ -105,7 +108,7 @@ def _tag(block: msgspec.Struct) -> str:
 # ====================================================================== client
 
 
-def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest:
+def _decode_body(body: bytes, report: TranslationReport) -> wire.ClientMessagesRequest:
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``wire.ClientRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
@@ -116,6 +119,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest
         req = _request_decoder.decode(body)
         fields = _fields_decoder.decode(body)
     except msgspec.ValidationError as e:
+        _decode_error(body)  # the strict decode fails too, maybe earlier in the body
         raise _invalid(e) from None
     except (msgspec.DecodeError, ValueError) as e:  # ValueError: invalid UTF-8
         raise ProxyError.invalid(f"request body is not valid JSON: {e}") from None
@@ -125,63 +129,38 @@ def _decode_body(body: bytes, report: TranslationReport) -> wire.MessagesRequest
     return req
 
 
+def _decode_error(body: bytes) -> None:
+    """The 400 the strict decode (``wire.MessagesRequest``, a call's ``input`` an
+    object) gives ``body``, if it fails. The client decode leaves ``input`` encoded,
+    so it takes a body with an ``input`` that is not one: every error path calls this
+    first, as the API names a malformed body before anything else in it."""
+    try:
+        _strict_decoder.decode(body)
+    except msgspec.ValidationError as e:
+        raise _invalid(e) from None
+
+
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
+    try:
+        return _request_in(req, report)
+    except ProxyError:
+        _decode_error(body)
+        raise
+
+
+def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c.Request:
     validate(req)
     system = _system_in(req.system)
-    messages: list[c.Message] = []
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
-    count = len(req.messages)
-    tool_result_block = wire.ToolResultBlock
-    for i, m in enumerate(req.messages):
-        content = m.content
-        if isinstance(content, str):  # the short form: one plain text block
-            if not content and not (m.role == "assistant" and i == count - 1):
-                _empty_message(i)
-            text = c.Text(text=content)
-            if m.role == "system":
-                system.append(text)
-            elif m.role == "user":
-                messages.append(c.Message(role="user", content=[text]))
-            else:
-                messages.append(c.Message(role="assistant", content=[text]))
-            continue
-        if m.role == "system":
-            _check_not_empty(content, i, count, m.role)
-            system.extend(_system_message(content, i))
-            continue
-        if not content and not (m.role == "assistant" and i == count - 1):
-            _empty_message(i)
-        # The turns check their text blocks as they go (one pass, not two); another
-        # error in the message gives way to an empty text block anywhere in it, as
-        # the API names that one first.
-        try:
-            if m.role == "user":
-                if len(content) == 1 and type(only := content[0]) is tool_result_block:
-                    # an agent loop's user turn: one tool result (in the short form, inline)
-                    messages.append(
-                        c.Message(
-                            role="tool",
-                            content=[
-                                c.ToolResult(
-                                    call_id=only.tool_use_id,
-                                    content=[c.Text(text=only.content)] if only.content else [],
-                                    is_error=bool(only.is_error),
-                                    cache_control=only.cache_control,
-                                )
-                                if type(only.content) is str
-                                else _tool_result_in(only, i, 0, report)
-                            ],
-                        )
-                    )
-                else:
-                    messages.extend(_user_turn(content, i, report))
-            else:
-                messages.append(_assistant_turn(content, i, report))
-        except ProxyError:
-            _check_not_empty(content, i, count, m.role)
-            raise
+    try:
+        messages = _messages_in(req.messages, system, report)
+    except ProxyError:
+        # The API names an unanswered tool_use before any error in the messages: the
+        # pairing is checked as the turns are converted, so it is looked for here.
+        tool_results_follow(req.messages)
+        raise
 
     tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
@@ -211,6 +190,167 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     return out
 
 
+def _messages_in(
+    wire_messages: list[wire.ClientInputMessage],
+    system: list[c.Text],
+    report: TranslationReport,
+) -> list[c.Message]:
+    """The turns (``system`` takes the system messages). It also checks what
+    ``validate.tool_results_follow`` checks, in the same pass: the ids of each
+    assistant turn's tool_use blocks are looked for in the next message (the usual
+    turn, one call answered by the next message's first block, inline), and a turn
+    that fails defers to it for the API's error."""
+    messages: list[c.Message] = []
+    count = len(wire_messages)
+    text_block, tool_result = wire.TextBlock, wire.ToolResultBlock
+    tool_use = wire.ClientToolUseBlock
+    text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
+    arguments_in = _ARGUMENTS_IN
+    # the ids the previous (assistant) message asks for: one (a str, the usual turn) or more
+    pending: str | list[str] | None = None
+    for i, m in enumerate(wire_messages):
+        content = m.content
+        # An agent loop's two turns first, whole: a user turn of one tool result that
+        # answers the call before it (if any), and an assistant turn of a text and a
+        # call (that follows no call). Neither can hold an empty text block.
+        if type(content) is list:
+            if len(content) == 1:
+                if (
+                    type(only := content[0]) is tool_result
+                    and m.role == "user"
+                    and (pending is None or only.tool_use_id == pending)
+                ):
+                    messages.append(
+                        message(
+                            role="tool",
+                            content=[
+                                result(
+                                    call_id=only.tool_use_id,
+                                    content=[text(text=only.content)] if only.content else [],
+                                    is_error=only.is_error is True,
+                                    cache_control=only.cache_control,
+                                )
+                                if type(only.content) is str
+                                else _tool_result_in(only, i, 0, report)
+                            ],
+                        )
+                    )
+                    pending = None
+                    continue
+            elif (
+                len(content) == 2
+                and type(said := content[0]) is text_block
+                and type(used := content[1]) is tool_use
+                and m.role == "assistant"
+                and pending is None
+                and said.text
+                and not said.citations
+            ):  # (as ``_assistant_turn`` builds it)
+                messages.append(
+                    message(
+                        role="assistant",
+                        content=[
+                            text(text=said.text, cache_control=said.cache_control),
+                            call(
+                                id=used.id,
+                                name=used.name,
+                                arguments=arguments_in.get(key := bytes(used.input))
+                                or _arguments_in(key),
+                            ),
+                        ],
+                    )
+                )
+                pending = used.id
+                continue
+            elif (
+                len(content) == 2
+                and type(only := content[0]) is tool_result
+                and type(said := content[1]) is text_block
+                and m.role == "user"
+                and (pending is None or only.tool_use_id == pending)
+                and said.text
+                and not said.citations
+            ):  # a result and a text (a Claude Code turn): two turns, as ``_user_turn``'s
+                messages.append(message(role="tool", content=[_tool_result_in(only, i, 0, report)]))
+                messages.append(
+                    message(
+                        role="user",
+                        content=[text(text=said.text, cache_control=said.cache_control)],
+                    )
+                )
+                pending = None
+                continue
+        if pending is not None:
+            _check_answered(
+                content, [pending] if isinstance(pending, str) else pending, wire_messages
+            )
+            pending = None
+        if isinstance(content, str):  # the short form: one plain text block
+            if not content and not (m.role == "assistant" and i == count - 1):
+                _empty_message(i)
+            said_text = text(text=content)
+            if m.role == "system":
+                system.append(said_text)
+            elif m.role == "user":
+                messages.append(message(role="user", content=[said_text]))
+            else:
+                messages.append(message(role="assistant", content=[said_text]))
+            continue
+        if m.role == "system":
+            _check_not_empty(content, i, count, m.role)
+            system.extend(_system_message(content, i))
+            continue
+        if not content and not (m.role == "assistant" and i == count - 1):
+            _empty_message(i)
+        # The turns check their text blocks as they go (one pass, not two); another
+        # error in the message gives way to an empty text block anywhere in it, as
+        # the API names that one first.
+        try:
+            if m.role == "user":
+                messages.extend(_user_turn(content, i, report))
+            else:
+                messages.append(_assistant_turn(content, i, report))
+                pending = [b.id for b in content if type(b) is tool_use] or None
+        except ProxyError:
+            _check_not_empty(content, i, count, m.role)
+            raise
+    return messages
+
+
+def _check_answered(
+    content: str | list[wire.ClientInputBlock],
+    ids: list[str],
+    messages: list[wire.ClientInputMessage],
+) -> None:
+    """Whether ``content`` answers every id in ``ids`` (the general case of the check
+    in ``_messages_in``); if not, the API's error, from ``tool_results_follow``."""
+    if type(content) is not str:
+        answered = {b.tool_use_id for b in content if type(b) is wire.ToolResultBlock}
+        if answered.issuperset(ids):
+            return
+    tool_results_follow(messages)
+    raise AssertionError("tool_results_follow passed a turn that leaves a tool_use unanswered")
+
+
+# A call's ``input`` (its JSON, as the client wrote it) as canonical arguments: the JSON
+# text of the object, as ``response.arguments_json`` gives it, by a dict look-up (an
+# agent loop resends every call each turn). Bounded: short inputs, cleared when full.
+_ARGUMENTS_IN: dict[bytes, str] = {}
+_ARGUMENTS_IN_MAX = 2048
+_ARGUMENT_MAX_BYTES = 512
+
+
+def _arguments_in(raw: bytes) -> str:
+    if not raw.startswith(b"{"):  # (``decode_request`` names it as the strict decode does)
+        raise ProxyError.invalid("tool_use.input: Input should be an object")
+    arguments = _encoder.encode(_json.decode(raw)).decode()
+    if len(raw) <= _ARGUMENT_MAX_BYTES:
+        if len(_ARGUMENTS_IN) >= _ARGUMENTS_IN_MAX:
+            _ARGUMENTS_IN.clear()
+        _ARGUMENTS_IN[raw] = arguments
+    return arguments
+
+
 # Blocks are told apart by ``type(b) is``, not ``isinstance``: a failed ``isinstance``
 # against a msgspec Struct class costs ~70 ns (the Struct metaclass sends CPython down
 # its slow path), a type identity test ~15 ns, and decoded blocks are always exactly
@@ -231,7 +371,7 @@ def _empty_message(i: int) -> None:
     )
 
 
-def _check_not_empty(blocks: list[wire.InputBlock], i: int, count: int, role: str) -> None:
+def _check_not_empty(blocks: list[wire.ClientInputBlock], i: int, count: int, role: str) -> None:
     """The API's rules: every message but a final assistant one has content, and no
     text block is empty."""
     if not blocks and not (role == "assistant" and i == count - 1):
@@ -254,7 +394,7 @@ def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
     return [c.Text(text=b.text, cache_control=b.cache_control) for b in system]
 
 
-def _system_message(blocks: list[wire.InputBlock], i: int) -> list[c.Text]:
+def _system_message(blocks: list[wire.ClientInputBlock], i: int) -> list[c.Text]:
     out: list[c.Text] = []
     for j, b in enumerate(blocks):
         if type(b) is not wire.TextBlock:
@@ -340,7 +480,9 @@ def _tool_result_in(
     )
 
 
-def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> list[c.Message]:
+def _user_turn(
+    blocks: list[wire.ClientInputBlock], i: int, report: TranslationReport
+) -> list[c.Message]:
     """A user turn: its tool_result blocks become a ``tool`` message placed before the
     rest of the turn's content (a second, ``user`` message)."""
     if len(blocks) == 1 and type(blocks[0]) is wire.ToolResultBlock:  # an agent loop's turn
@@ -356,7 +498,7 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
             results.append(_tool_result_in(b, i, j, report))
         elif type(b) is wire.ImageBlock or type(b) is wire.DocumentBlock:
             rest.append(_media_in(b, _block_path(i, j), report))
-        elif type(b) is wire.ToolUseBlock:
+        elif type(b) is wire.ClientToolUseBlock:
             path = _block_path(i, j)
             raise ProxyError.invalid(
                 f"{path}.type: tool_use blocks belong in assistant messages", f"{path}.type"
@@ -371,7 +513,9 @@ def _user_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport)
     return out
 
 
-def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationReport) -> c.Message:
+def _assistant_turn(
+    blocks: list[wire.ClientInputBlock], i: int, report: TranslationReport
+) -> c.Message:
     parts: list[c.Part] = []
     append = parts.append
     for b in blocks:  # (its position is looked up by the paths that name it)
@@ -383,8 +527,13 @@ def _assistant_turn(blocks: list[wire.InputBlock], i: int, report: TranslationRe
                 if not b.citations
                 else _text_in(b, report)
             )
-        elif type(b) is wire.ToolUseBlock:  # (``response.arguments_json``, inline)
-            append(c.ToolCall(id=b.id, name=b.name, arguments=_encoder.encode(b.input).decode()))
+        elif type(b) is wire.ClientToolUseBlock:
+            key = bytes(b.input)
+            append(
+                c.ToolCall(
+                    id=b.id, name=b.name, arguments=_ARGUMENTS_IN.get(key) or _arguments_in(key)
+                )
+            )
         elif type(b) is wire.ThinkingBlock:
             append(reasoning_from_thinking(b.thinking, b.signature))
         elif type(b) is wire.RedactedThinkingBlock:
@@ -421,7 +570,8 @@ def _tools_in(
             type(name) is str
             and type(schema) is dict
             and (about is None or type(about) is str)
-            and raw.keys() <= _PLAIN_TOOL_KEYS
+            # no other key (a length, not a key-set test: that was a fifth of the loop)
+            and len(raw) == _PLAIN_TOOL_KEY_COUNTS[about is None]
         ):
             tools.append(c.Tool(name=name, description=about, parameters=schema))
             continue
@@ -499,7 +649,7 @@ def encode_request(
         thinking, effort, thinking_on = None, None, False
     if thinking_on:
         temperature, top_p, top_k = _sampling_with_thinking(temperature, top_p, top_k, report)
-    messages, marked = _messages_out(request.messages, report)
+    messages, marked, short = _messages_out(request.messages, report)
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
@@ -520,7 +670,7 @@ def encode_request(
         ),
     )
     if request.implicit_caching and options.cache_breakpoints:
-        cache_breakpoints.place(body, messages_marked=marked)
+        cache_breakpoints.place(body, messages_marked=marked, short_turns=short)
     return exact_json.encode(_encoder, body)
 
 
@@ -577,11 +727,12 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
 
 def _messages_out(
     messages: list[c.Message], report: TranslationReport
-) -> tuple[list[wire.InputMessage], bool]:
+) -> tuple[list[wire.InputMessage], bool, list[wire.InputMessage]]:
     """Canonical turns -> Anthropic turns: tool turns become user turns of tool_result
     blocks; consecutive same-role turns merge (parallel results share ONE user turn);
     in each user turn the tool_result blocks come first. Also whether a block carries
-    ``cache_control`` (``cache_breakpoints.place`` need not look at every block).
+    ``cache_control``, and the turns opened in the short form (a string; they may
+    have become blocks since): ``cache_breakpoints.place`` need not look at every block.
 
     One pass, one wire message per turn: the usual parts (text, a function call, a
     tool result of one text) are built inline, as an agent loop resends every one of
@@ -594,17 +745,95 @@ def _messages_out(
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
     text, call, result, reasoning = c.Text, c.ToolCall, c.ToolResult, c.Reasoning
-    message, decode, safe_ids = wire.InputMessage, _json.decode, _SAFE_IDS
+    message, safe_ids, raw_inputs = wire.InputMessage, _SAFE_IDS, _RAW_INPUTS
     turn: wire.InputMessage | None = None  # the open turn, its blocks and role
     turn_blocks: list[wire.InputBlock] = []
     turn_user = turn_other = turn_unordered = False
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
+    short: list[wire.InputMessage] = []
     for i, m in enumerate(messages):
+        parts_in = m.content
+        # An agent loop's two turns, whole (no per-part loop, flags or branches): a
+        # tool turn of one result of one plain text, and an assistant turn of a text
+        # then one call. The same blocks, and the same merge, as the loop below.
+        n = len(parts_in)
+        if n == 1:
+            if (
+                type(p := parts_in[0]) is result
+                and m.role == "tool"
+                and p.kind != "custom"
+                and p.call_id not in dropped_calls
+                and len(p.content) == 1
+                and type(only := p.content[0]) is text
+                and only.text
+                and only.cache_control is None
+            ):
+                answer = tool_result(
+                    tool_use_id=safe_ids.get(p.call_id) or _safe_id(p.call_id),
+                    content=only.text,
+                    is_error=True if p.is_error else None,
+                    cache_control=p.cache_control,
+                )
+                if p.cache_control is not None:
+                    marked = True
+                if turn is not None and turn_user:
+                    if type(turn.content) is str:
+                        turn.content = turn_blocks
+                    if turn_other and not turn_unordered:
+                        unordered.append(turn)
+                        turn_unordered = True
+                    turn_blocks.append(answer)
+                    continue
+                turn_blocks = [answer]
+                turn = message(role="user", content=turn_blocks)
+                out.append(turn)
+                turn_user, turn_other, turn_unordered = True, False, False
+                continue
+        elif (
+            (
+                n == 2
+                or (  # a Gemini turn's reasoning, a thought signature only: dropped
+                    n == 3
+                    and type(thought := parts_in[1]) is reasoning
+                    and thought.signature is None
+                    and thought.redacted is None
+                )
+            )
+            and type(said := parts_in[0]) is text
+            and type(p := parts_in[-1]) is call
+            and m.role == "assistant"
+            and said.text
+            and not said.citations
+            and p.kind != "custom"
+        ):
+            if n == 3:
+                report.drop("reasoning")
+            value = raw_inputs.get(p.arguments) or _raw_input(p.arguments, i, n - 1)
+            if said.cache_control is not None:
+                marked = True
+            blocks: list[wire.InputBlock] = [
+                text_block(text=said.text, cache_control=said.cache_control),
+                tool_use(
+                    id=safe_ids.get(p.id) or _safe_id(p.id),
+                    name=p.name,
+                    input=cast("dict[str, Any]", value),  # (encoded as it is)
+                ),
+            ]
+            if turn is not None and not turn_user:
+                if type(turn.content) is str:
+                    turn.content = turn_blocks
+                turn_blocks.extend(blocks)
+                turn_other = True
+                continue
+            turn = message(role="assistant", content=blocks)
+            out.append(turn)
+            turn_blocks, turn_user, turn_other, turn_unordered = blocks, False, True, False
+            continue
         assistant = m.role == "assistant"
         other = late = results = False  # a block not a result; a result after one; a result
-        blocks: list[wire.InputBlock] = []
+        blocks = []
         append = blocks.append
-        for p in m.content:  # (its position is looked up by the rare paths that need it)
+        for p in parts_in:  # (its position is looked up by the rare paths that need it)
             if type(p) is text:
                 if p.text:  # Anthropic rejects empty text blocks
                     if p.citations:
@@ -615,16 +844,14 @@ def _messages_out(
                     other = True
             elif type(p) is call and assistant and p.kind != "custom":
                 args = p.arguments
-                value: Any = {}
-                if args:
-                    try:
-                        value = decode(args)
-                    except (msgspec.DecodeError, ValueError):
-                        value = None
-                    if type(value) is not dict:
-                        # raises the error that names it
-                        value = _arguments_out(args, i, _position(m.content, p))
-                append(tool_use(id=safe_ids.get(p.id) or _safe_id(p.id), name=p.name, input=value))
+                raw = raw_inputs.get(args) or _raw_input(args, i, _position(parts_in, p))
+                append(
+                    tool_use(
+                        id=safe_ids.get(p.id) or _safe_id(p.id),
+                        name=p.name,
+                        input=cast("dict[str, Any]", raw),  # (encoded as it is)
+                    )
+                )
             elif type(p) is reasoning and assistant and p.signature is None and p.redacted is None:
                 # reasoning with no Anthropic signature (a Gemini thought signature, once
                 # per turn of a resent conversation): dropped as ``_thinking_out`` would
@@ -679,13 +906,12 @@ def _messages_out(
             turn_other = turn_other or other
             continue
         first = blocks[0]
-        turn = message(
-            role="user" if user else "assistant",
+        if len(blocks) == 1 and type(first) is text_block and first.cache_control is None:
             # the short form for a lone plain text block
-            content=first.text
-            if len(blocks) == 1 and type(first) is text_block and first.cache_control is None
-            else blocks,
-        )
+            turn = message(role="user" if user else "assistant", content=first.text)
+            short.append(turn)
+        else:
+            turn = message(role="user" if user else "assistant", content=blocks)
         out.append(turn)
         turn_blocks, turn_user, turn_other, turn_unordered = blocks, user, other, user and late
         if turn_unordered:
@@ -695,7 +921,7 @@ def _messages_out(
         turn.content = [b for b in blocks if type(b) is tool_result] + [
             b for b in blocks if type(b) is not tool_result
         ]
-    return out, marked
+    return out, marked, short
 
 
 # Call ids as Anthropic takes them (``ids.safe_tool_id``), by a dict look-up: an agent
@@ -711,6 +937,26 @@ def _safe_id(call_id: str) -> str:
         _SAFE_IDS.clear()
     _SAFE_IDS[call_id] = safe
     return safe
+
+
+# A call's arguments as Anthropic takes them (``input``: the JSON object), already
+# encoded: a look-up, not a JSON decode here and an encode of the object in the body
+# for every call of a resent conversation (an agent loop resends every call each
+# turn). ``encode(decode(arguments))``, so the bytes are those the object gives.
+# Bounded: short arguments only, cleared when full.
+_RAW_INPUTS: dict[str, msgspec.Raw] = {}
+_RAW_INPUTS_MAX = 2048
+_RAW_INPUT_MAX_CHARS = 512
+
+
+def _raw_input(arguments: str, i: int, j: int) -> msgspec.Raw:
+    """``arguments`` (of ``messages[i].content[j]``) as a tool_use ``input``."""
+    raw = msgspec.Raw(_encoder.encode(_arguments_out(arguments, i, j)))
+    if len(arguments) <= _RAW_INPUT_MAX_CHARS:
+        if len(_RAW_INPUTS) >= _RAW_INPUTS_MAX:
+            _RAW_INPUTS.clear()
+        _RAW_INPUTS[arguments] = raw
+    return raw
 
 
 def _position(items: Sequence[object], item: object) -> int:

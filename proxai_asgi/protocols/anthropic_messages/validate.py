@@ -32,8 +32,10 @@ TOOL_TYPES = (
 )
 
 
-def validate(req: wire.MessagesRequest) -> None:
-    """Raise the 400 Anthropic gives for the cases the translation would otherwise alter."""
+def validate(req: wire.ClientMessagesRequest) -> None:
+    """Raise the 400 Anthropic gives for the cases the translation would otherwise alter.
+    The messages' tool_use / tool_result pairing is checked while they are converted
+    (``request._messages_in``), which calls ``tool_results_follow`` for the error."""
     t = req.temperature
     if t is not None and not 0 <= t <= 1:
         raise ProxyError.invalid(
@@ -58,15 +60,14 @@ def validate(req: wire.MessagesRequest) -> None:
                 "of the expected tags",
                 f"tools.{i}.type",
             )
-    _tool_results_follow(req.messages)
 
 
-def _tool_results_follow(messages: list[wire.InputMessage]) -> None:
+def tool_results_follow(messages: list[wire.ClientInputMessage]) -> None:
     """Every ``tool_use`` is answered by a ``tool_result`` in the next message (a
     trailing assistant turn, a prefill, is left alone: nothing follows it yet).
     Plain loops, and the usual turn (one call, answered by the next message's first
     block) needs no set: this runs over every turn of a resent conversation."""
-    tool_use, tool_result = wire.ToolUseBlock, wire.ToolResultBlock
+    tool_use, tool_result = wire.ClientToolUseBlock, wire.ToolResultBlock
     for i in range(len(messages) - 1):
         m = messages[i]
         content = m.content

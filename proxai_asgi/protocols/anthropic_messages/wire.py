@@ -121,7 +121,20 @@ class RedactedThinkingBlock(_Block, tag="redacted_thinking", omit_defaults=False
 class ToolUseBlock(_Block, tag="tool_use"):
     id: str
     name: str
+    # A decoded object; the request encoder puts the object's encoding there instead
+    # (a ``msgspec.Raw``, written as it is), never read back.
     input: dict[str, Any]
+    cache_control: dict[str, Any] | None = None
+
+
+class ClientToolUseBlock(_Block, tag="tool_use"):
+    """``ToolUseBlock`` as a client's request holds it (decode only): ``input`` left
+    encoded, as the translation wants its JSON text (``request._arguments_in``), not
+    an object to encode again. Whether it is an object is checked there."""
+
+    id: str
+    name: str
+    input: msgspec.Raw
     cache_control: dict[str, Any] | None = None
 
 
@@ -211,13 +224,12 @@ ToolResultContent = (
     | BrowserStateBlock
 )
 
-InputBlock = (
+_HistoryBlock = (
     TextBlock
     | ImageBlock
     | DocumentBlock
     | ThinkingBlock
     | RedactedThinkingBlock
-    | ToolUseBlock
     | ToolResultBlock
     | ServerToolUseBlock
     | WebSearchToolResultBlock
@@ -237,7 +249,12 @@ InputBlock = (
     | ToolRemovalBlock
     | FallbackBlock
 )
+
+InputBlock = _HistoryBlock | ToolUseBlock
 """Every block type a request message may carry."""
+
+ClientInputBlock = _HistoryBlock | ClientToolUseBlock
+"""``InputBlock`` as a client's request holds it (``ClientToolUseBlock``)."""
 
 OutputBlock = (
     TextBlock
@@ -263,6 +280,13 @@ class InputMessage(msgspec.Struct, kw_only=True, gc=False):
     # "system" inside messages is a Claude Code beta; hoisted into ``system``.
     role: Literal["user", "assistant", "system"]
     content: str | list[InputBlock]
+
+
+class ClientInputMessage(msgspec.Struct, kw_only=True, gc=False):
+    """``InputMessage`` as a client's request holds it (decode only)."""
+
+    role: Literal["user", "assistant", "system"]
+    content: str | list[ClientInputBlock]
 
 
 class ToolParam(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
@@ -333,7 +357,16 @@ class UpstreamRequest(MessagesRequest, kw_only=True, omit_defaults=True):
     tools: list[ToolParam | dict[str, Any]] | None = None  # type: ignore[assignment]
 
 
-class ClientRequest(MessagesRequest, kw_only=True, forbid_unknown_fields=True):
+class ClientMessagesRequest(MessagesRequest, kw_only=True):
+    """``MessagesRequest`` as a client sends it (decode only): its calls' ``input``
+    left encoded (``ClientToolUseBlock``). ``MessagesRequest`` itself is decoded only
+    for the error of a body this one takes and it does not (an ``input`` that is not
+    an object)."""
+
+    messages: list[ClientInputMessage]  # type: ignore[assignment]
+
+
+class ClientRequest(ClientMessagesRequest, kw_only=True, forbid_unknown_fields=True):
     """``MessagesRequest`` as a client sends it (decode only). Any key not declared
     makes the decode fail, so a body that decodes has no unknown field to report and
     needs no second parse to list its keys. The top-level fields Claude Code sends that
