@@ -749,9 +749,33 @@ def encode_request(
         if system is not None:
             enc.messages.append(w.SystemMessage(content=system))
     result, text, tool_message, out_messages = c.ToolResult, c.Text, w.ToolMessage, enc.messages
+    call, tool_call, function_call = c.ToolCall, w.ToolCall, w.FunctionCall
     for i, m in enumerate(request.messages):
         if m.role == "assistant":
-            enc.assistant(m)
+            # The usual turn (plain texts and function calls) inline; anything else
+            # (a refusal, reasoning, a custom call, a marked text) takes ``assistant``.
+            texts: list[str] = []
+            calls: list[w.ToolCall] = []
+            for p in m.content:
+                if type(p) is call and p.kind == "function":
+                    calls.append(
+                        tool_call(
+                            id=p.id,
+                            type="function",
+                            function=function_call(name=p.name, arguments=p.arguments),
+                        )
+                    )
+                elif type(p) is text and p.cache_control is None and p.citations is None:
+                    texts.append(p.text)
+                else:
+                    enc.assistant(m)
+                    break
+            else:
+                said = texts[0] if len(texts) == 1 else "".join(texts)
+                if said or calls:
+                    out_messages.append(
+                        w.AssistantMessage(content=said or None, tool_calls=calls or None)
+                    )
         elif m.role == "user":
             enc.user(m, i)
         else:
