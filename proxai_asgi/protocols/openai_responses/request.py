@@ -793,65 +793,95 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
     message items, its calls, results and reasoning become items of their own. Parts
     are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec Struct
     class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns. The
-    usual parts (text, a function call, a result of one text) are built inline: an
-    agent loop resends them all on every turn."""
+    usual turns (an assistant's plain texts and function calls, a tool turn of results
+    of one text) are built inline, as an agent loop resends them all on every turn: a
+    turn with any other part is undone and goes to ``_message_items``, as do user
+    turns."""
     items: list[Any] = []
     text, call, result = c.Text, c.ToolCall, c.ToolResult
     call_item, output_item = w.FunctionCallItem, w.FunctionCallOutputItem
+    message_item, assistant_text = w.MessageItem, w.AssistantText
     for m in messages:
-        assistant = m.role == "assistant"
-        pending: list[Any] = []
-        for p in m.content:
-            if type(p) is text:
-                if p.cache_control:
-                    report.drop("cache_control")
-                if assistant:
-                    if p.citations:
-                        report.drop("assistant.citations")
-                    pending.append(w.AssistantText(text=p.text))
-                else:
-                    pending.append(w.InputText(text=p.text))
-            elif type(p) is call or type(p) is result or type(p) is c.Reasoning:
-                if pending:
-                    items.append(w.MessageItem(role=_role(assistant), content=pending))
-                    pending = []
-                if type(p) is call and p.kind == "function":
-                    fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
-                    items.append(
-                        call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
-                    )
-                elif (
+        role = m.role
+        start = len(items)
+        if role == "tool":  # the usual tool turn: results of one text each
+            for p in m.content:
+                if (
                     type(p) is result
                     and p.kind == "function"
                     and not p.cache_control
                     and not p.is_error
                     and len(p.content) == 1
                     and type(only := p.content[0]) is text
-                ):  # (``_tool_output`` of one text is the text)
+                ):
                     items.append(
                         output_item(call_id=p.call_id, output=only.text, status="completed")
                     )
                 else:
-                    item = _item_out(p, report)
-                    if item is not None:
-                        items.append(item)
-            elif type(p) is c.Refusal:
-                pending.append(
-                    w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text)
-                )
-            elif type(p) is c.Image or type(p) is c.File:
-                if p.cache_control:
-                    report.drop("cache_control")
-                if assistant:
-                    report.drop(f"assistant {p.__struct_config__.tag}")
-                else:
-                    pending.append(_media_part(p))
+                    break
             else:
-                assert type(p) is c.ServerToolUse
-                report.drop("server_tool_use")
-        if pending:
-            items.append(w.MessageItem(role=_role(assistant), content=pending))
+                continue
+            del items[start:]  # (the general path redoes them)
+        elif role == "assistant":  # the usual assistant turn: plain texts, function calls
+            said: list[Any] = []
+            for p in m.content:
+                if type(p) is call and p.kind == "function":
+                    if said:
+                        items.append(message_item(role="assistant", content=said))
+                        said = []
+                    fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
+                    items.append(
+                        call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
+                    )
+                elif type(p) is text and not p.cache_control and not p.citations:
+                    said.append(assistant_text(text=p.text))
+                else:
+                    break
+            else:
+                if said:
+                    items.append(message_item(role="assistant", content=said))
+                continue
+            del items[start:]  # (the general path redoes them)
+        _message_items(m, items, report)
     return items
+
+
+def _message_items(m: c.Message, items: list[Any], report: TranslationReport) -> None:
+    """Any turn's items onto ``items`` (the general path of ``_input_items``)."""
+    assistant = m.role == "assistant"
+    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    pending: list[Any] = []
+    for p in m.content:
+        if type(p) is text:
+            if p.cache_control:
+                report.drop("cache_control")
+            if assistant:
+                if p.citations:
+                    report.drop("assistant.citations")
+                pending.append(w.AssistantText(text=p.text))
+            else:
+                pending.append(w.InputText(text=p.text))
+        elif type(p) is call or type(p) is result or type(p) is c.Reasoning:
+            if pending:
+                items.append(w.MessageItem(role=_role(assistant), content=pending))
+                pending = []
+            item = _item_out(p, report)
+            if item is not None:
+                items.append(item)
+        elif type(p) is c.Refusal:
+            pending.append(w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text))
+        elif type(p) is c.Image or type(p) is c.File:
+            if p.cache_control:
+                report.drop("cache_control")
+            if assistant:
+                report.drop(f"assistant {p.__struct_config__.tag}")
+            else:
+                pending.append(_media_part(p))
+        else:
+            assert type(p) is c.ServerToolUse
+            report.drop("server_tool_use")
+    if pending:
+        items.append(w.MessageItem(role=_role(assistant), content=pending))
 
 
 def _role(assistant: bool) -> Literal["user", "assistant"]:

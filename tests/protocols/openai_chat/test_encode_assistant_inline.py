@@ -16,20 +16,18 @@ from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols.openai_chat import request
 
-_TEXT = st.sampled_from(["", "a", "bc"])
+from .._parts import SHORT_TEXT, TEXT_PARTS
+
 _PART = st.one_of(
-    st.builds(lambda t: c.Text(text=t), _TEXT),
-    st.builds(lambda t: c.Text(text=t, cache_control={"type": "ephemeral"}), _TEXT),
-    st.builds(lambda t: c.Text(text=t, citations=[]), _TEXT),
-    st.builds(lambda t: c.Text(text=t, citations=[c.Citation(url="https://x")]), _TEXT),
+    TEXT_PARTS,
     st.builds(
         lambda i, a: c.ToolCall(id=i, name="f", arguments=a),
         st.sampled_from(["c1", "c2"]),
         st.sampled_from(["", "{}"]),
     ),
     st.builds(lambda i: c.ToolCall(id=i, name="p", arguments="x", kind="custom"), st.just("c3")),
-    st.builds(lambda t: c.Refusal(text=t), _TEXT),
-    st.builds(lambda t: c.Reasoning(text=t), _TEXT),
+    st.builds(lambda t: c.Refusal(text=t), SHORT_TEXT),
+    st.builds(lambda t: c.Reasoning(text=t), SHORT_TEXT),
     st.just(c.Reasoning(text="r", signature="sig")),
     st.just(c.Image(url="https://x/i.png")),
 )
