@@ -361,7 +361,7 @@ def _input_messages(
     role: str | None = None
     turn: list[c.Part] = []
     message, call, output = w.MessageItem, w.FunctionCallItem, w.FunctionCallOutputItem
-    assistant_text = w.AssistantText
+    assistant_text, input_text = w.AssistantText, w.InputText
     tool_call, tool_result, text, new_message = c.ToolCall, c.ToolResult, c.Text, c.Message
     calls: list[str] = []  # every call's id, in order, and every output's
     answered: set[str] = set()
@@ -398,8 +398,13 @@ def _input_messages(
             )
         elif type(item) is message:
             if item.role == "user":
-                _user_parts_only(item.content, i)
-                role, turn = "user", _parts(item.content, i)
+                content = item.content
+                if len(content) == 1 and type(only := content[0]) is input_text:
+                    turn = [text(text=only.text)]  # the usual one: an input_text
+                else:
+                    _user_parts_only(content, i)
+                    turn = _parts(content, i)
+                role = "user"
                 messages.append(new_message(role="user", content=turn))
             elif item.role == "assistant":
                 if role != "assistant":
@@ -441,8 +446,10 @@ def _input_messages(
             report.reject(
                 f"input[{i}]", "item_reference needs server-side state; send the item itself"
             )
-    if not report.lossy:  # (lossy: the outputs may live in state the client refers to)
-        for call_id in calls:  # the API rejects a call whose output is not in the input
+    # The API rejects a call whose output is not in the input (lossy: the outputs may
+    # live in state the client refers to).
+    if not report.lossy and not answered.issuperset(calls):
+        for call_id in calls:
             if call_id not in answered:
                 raise ProxyError.invalid(
                     f"No tool output found for function call {call_id}.", param="input"

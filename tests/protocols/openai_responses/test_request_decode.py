@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -701,3 +702,36 @@ def test_fields_that_point_at_provider_side_state_are_rejected_unless_lossy(
         decode_req(body)
     assert exc.value.status == 400 and exc.value.param == field
     assert decode_req(body, lossy=True)[1].dropped == [field]
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def _output(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("items", "unanswered"),
+    [
+        ([_call("c1"), _output("c1")], None),
+        ([_output("c1"), _call("c1")], None),  # (an output anywhere in the input counts)
+        ([_call("c1"), _call("c2"), _output("c1")], "c2"),
+        ([_call("c1"), _call("c2"), _call("c3"), _output("c2")], "c1"),  # the first, in order
+    ],
+)
+def test_a_call_without_its_output_in_the_input_is_a_400_unless_lossy(
+    items: list[dict[str, Any]], unanswered: str | None
+) -> None:
+    body = {"model": "m", "input": [{"role": "user", "content": "hi"}, *items]}
+    raw = json.dumps(body).encode()
+    decode_request = CODEC.decode_request
+    if unanswered is None:
+        decode_request(raw, TranslationReport())
+    else:
+        with pytest.raises(ProxyError) as e:
+            decode_request(raw, TranslationReport())
+        assert (e.value.status, e.value.param) == (400, "input")
+        assert e.value.message == f"No tool output found for function call {unanswered}."
+    decode_request(raw, TranslationReport(lossy=True))  # the outputs may be stored upstream
