@@ -589,6 +589,12 @@ class _Encoder:
         self.report.reject(f"{path}.url", "Chat Completions cannot fetch a document by URL")
         return None
 
+    def opaque_dropped(self, p: c.Reasoning) -> None:
+        """Reports a reasoning part's provider tokens, which Chat cannot carry."""
+        for opaque in reasoning_carry.OPAQUE:
+            if getattr(p, opaque) is not None:
+                self.report.drop(f"assistant.reasoning.{opaque}")
+
     def user(self, m: c.Message, i: int) -> None:
         if len(m.content) == 1:  # the usual user turn: one plain text, in the short form
             only = m.content[0]
@@ -661,9 +667,7 @@ class _Encoder:
                     refusals = []
                 refusals.append(p.text)
             elif type(p) is c.Reasoning:
-                for opaque in reasoning_carry.OPAQUE:
-                    if getattr(p, opaque) is not None:
-                        self.report.drop(f"assistant.reasoning.{opaque}")
+                self.opaque_dropped(p)
                 if p.text:
                     if self.options.echo_reasoning_content:
                         if reasoning is None:
@@ -749,7 +753,7 @@ def encode_request(
         if system is not None:
             enc.messages.append(w.SystemMessage(content=system))
     result, text, tool_message, out_messages = c.ToolResult, c.Text, w.ToolMessage, enc.messages
-    call, tool_call, function_call = c.ToolCall, w.ToolCall, w.FunctionCall
+    call, tool_call, function_call, reasoning = c.ToolCall, w.ToolCall, w.FunctionCall, c.Reasoning
     for i, m in enumerate(request.messages):
         if m.role == "assistant":
             # The usual turn (plain texts and function calls) inline; anything else
@@ -767,8 +771,10 @@ def encode_request(
                     )
                 elif type(p) is text and p.cache_control is None and p.citations is None:
                     texts.append(p.text)
+                elif type(p) is reasoning and not p.text:  # a bare carrier (Gemini's)
+                    enc.opaque_dropped(p)
                 else:
-                    enc.assistant(m)
+                    enc.assistant(m)  # (what was reported here, it reports again: no-op)
                     break
             else:
                 said = texts[0] if len(texts) == 1 else "".join(texts)

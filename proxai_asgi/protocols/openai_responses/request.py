@@ -807,7 +807,7 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
     items: list[Any] = []
     text, call, result = c.Text, c.ToolCall, c.ToolResult
     call_item, output_item = w.FunctionCallItem, w.FunctionCallOutputItem
-    message_item, assistant_text = w.MessageItem, w.AssistantText
+    message_item, assistant_text, reasoning = w.MessageItem, w.AssistantText, c.Reasoning
     for m in messages:
         role = m.role
         start = len(items)
@@ -842,8 +842,15 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
                     )
                 elif type(p) is text and not p.cache_control and not p.citations:
                     said.append(assistant_text(text=p.text))
+                elif type(p) is reasoning:  # (Gemini's turns carry one each)
+                    if said:
+                        items.append(message_item(role="assistant", content=said))
+                        said = []
+                    item = _reasoning_out(p, report)
+                    if item is not None:
+                        items.append(item)
                 else:
-                    break
+                    break  # (what was reported here, the general path reports again: no-op)
             else:
                 if said:
                     items.append(message_item(role="assistant", content=said))

@@ -29,6 +29,8 @@ _PART = st.one_of(
     st.builds(lambda t: c.Refusal(text=t), SHORT_TEXT),
     st.builds(lambda t: c.Reasoning(text=t), SHORT_TEXT),
     st.just(c.Reasoning(text="r", signature="sig")),
+    st.just(c.Reasoning(thought_signature="ts")),  # Gemini's bare carrier
+    st.just(c.Reasoning(signature="sig", redacted="r")),
     st.just(c.Image(url="https://x/i.png")),
 )
 

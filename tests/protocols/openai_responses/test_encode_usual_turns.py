@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi import reasoning_carry
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols.openai_responses import request
 
@@ -48,6 +49,8 @@ _PART = st.one_of(
     st.builds(lambda t: c.Refusal(text=t), SHORT_TEXT),
     st.just(c.Reasoning(text="r", summary=True, encrypted_content="enc", item_id="rs_1")),
     st.just(c.Reasoning(text="r")),
+    st.just(c.Reasoning(thought_signature="ts")),  # Gemini's bare carrier
+    st.just(c.Reasoning(encrypted_content=reasoning_carry.PREFIX + "x")),  # packed: dropped
     st.just(c.Image(url="https://x/i.png")),
 )
 _MESSAGE = st.one_of(
