@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -355,6 +356,8 @@ def _input_messages(
         return []
     if isinstance(input, str):
         return [c.Message(role="user", content=[c.Text(text=input)])]
+    if not input:
+        return []
     messages: list[c.Message] = []
     # The open turn (see ``_turn``), kept in locals: consecutive assistant items
     # (message, reasoning, calls) form one turn, consecutive tool outputs one tool turn.
@@ -365,11 +368,10 @@ def _input_messages(
     tool_call, tool_result, text, new_message = c.ToolCall, c.ToolResult, c.Text, c.Message
     calls: list[str] = []  # every call's id, in order, and every output's
     answered: set[str] = set()
-    for i, raw in enumerate(input):
-        # Items come typed from the one-parse decoder, raw from the general path.
-        item = _decode_item(raw, i, report) if type(raw) is Raw else raw
-        if item is None:
-            continue
+    # Items come typed from the one-parse decoder, raw from the general path (decoded
+    # one at a time, as the walk reaches them, so errors keep the items' order).
+    typed = enumerate(input) if type(input[0]) is not Raw else _decoded_items(input, report)
+    for i, item in typed:
         # Dispatched on ``type(item)``: a failed ``isinstance`` against a msgspec Struct
         # class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
         if type(item) is call:
@@ -455,6 +457,16 @@ def _input_messages(
                     f"No tool output found for function call {call_id}.", param="input"
                 )
     return messages
+
+
+def _decoded_items(
+    input: list[Raw] | list[w.InputItem], report: TranslationReport
+) -> Iterator[tuple[int, w.InputItem]]:
+    """The raw items decoded, with their place in ``input``; dropped ones left out."""
+    for i, raw in enumerate(input):
+        item = _decode_item(raw, i, report) if type(raw) is Raw else raw
+        if item is not None:
+            yield i, item
 
 
 def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
