@@ -842,29 +842,32 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
                 continue
             del items[start:]  # (the general path redoes them)
         elif role == "assistant":  # the usual assistant turn: plain texts, function calls
-            said: list[Any] = []
+            said: list[Any] | None = None  # the texts since the last item (made by the first)
             for p in m.content:
                 if type(p) is call and p.kind == "function":
-                    if said:
+                    if said is not None:
                         items.append(message_item(role="assistant", content=said))
-                        said = []
+                        said = None
                     fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
                     items.append(
                         call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
                     )
                 elif type(p) is text and not p.cache_control and not p.citations:
-                    said.append(assistant_text(text=p.text))
+                    if said is None:
+                        said = [assistant_text(text=p.text)]
+                    else:
+                        said.append(assistant_text(text=p.text))
                 elif type(p) is reasoning:  # (Gemini's turns carry one each)
-                    if said:
+                    if said is not None:
                         items.append(message_item(role="assistant", content=said))
-                        said = []
+                        said = None
                     item = _reasoning_out(p, report)
                     if item is not None:
                         items.append(item)
                 else:
                     break  # (what was reported here, the general path reports again: no-op)
             else:
-                if said:
+                if said is not None:
                     items.append(message_item(role="assistant", content=said))
                 continue
             del items[start:]  # (the general path redoes them)
