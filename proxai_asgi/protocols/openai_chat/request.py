@@ -392,8 +392,24 @@ def _messages_in(
                 and m.function_call is None
                 and m.audio is None
             ):
-                parts = [text(text=said)] if type(said) is str and said else []
                 calls = m.tool_calls
+                if calls is not None and len(calls) == 1 and type(said) is str and said:
+                    tc = calls[0]  # the most usual turn: a text and one function call
+                    f = tc.function
+                    if f is not None and (tc.type is _UNSET or tc.type == "function"):
+                        pending[tc.id] = i
+                        if customs:
+                            customs.discard(tc.id)
+                        parts = [
+                            text(text=said),
+                            call(id=tc.id, name=f.name, arguments=f.arguments),
+                        ]
+                        messages.append(message(role="assistant", content=parts))
+                        tools = None
+                        if m.name is not None:
+                            report.drop("messages.name")
+                        continue
+                parts = [text(text=said)] if type(said) is str and said else []
                 if calls:
                     for tc in calls:
                         f = tc.function

@@ -38,6 +38,15 @@ _CALL = st.one_of(
     st.builds(lambda i: {"id": i, "function": {"name": "g", "arguments": "[]"}}, _ID),
     st.builds(lambda i: {"id": i, "type": "custom", "custom": {"name": "p", "input": "x"}}, _ID),
     st.builds(lambda i: {"id": i, "type": "weird"}, _ID),
+    st.builds(  # a custom call that also sends a function: the custom one counts
+        lambda i: {
+            "id": i,
+            "type": "custom",
+            "custom": {"name": "p", "input": "x"},
+            "function": {"name": "f", "arguments": "{}"},
+        },
+        _ID,
+    ),
     st.builds(lambda i: {"id": i}, _ID),
 )
 _ASSISTANT = st.fixed_dictionaries(
@@ -184,3 +193,49 @@ def test_an_unanswered_call_is_the_checks_400() -> None:
 
 
 _CALL_A = '{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}'
+
+
+# Mostly the turns the walk makes inline: texts beside function calls, no extras.
+_USUAL_ASSISTANT = st.fixed_dictionaries(
+    {
+        "role": st.just("assistant"),
+        "content": st.sampled_from(["t", "", None, [{"type": "text", "text": "a"}]]),
+        "tool_calls": st.lists(_CALL, min_size=1, max_size=2),
+    },
+    optional={"name": st.just("n"), "refusal": st.just("r")},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_USUAL_ASSISTANT, _ASSISTANT))
+@example(
+    {
+        "role": "assistant",
+        "content": "t",
+        "tool_calls": [
+            {"id": "a", "type": "custom", "custom": {"name": "p"}, "function": {"name": "f"}}
+        ],
+    }
+)
+def test_an_assistant_turn_is_what_the_general_path_makes_of_it(
+    assistant: dict[str, Any],
+) -> None:
+    """The walk's inline turns (a text and one call; texts and function calls) against
+    ``_assistant``, which makes any turn."""
+    answers = [
+        {"role": "tool", "tool_call_id": i, "content": "ok"}
+        for i in dict.fromkeys(call["id"] for call in assistant.get("tool_calls", []))
+    ]
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}, assistant, *answers]}
+    report = TranslationReport(lossy=True)
+    try:
+        req = request.decode_request(json.dumps(body).encode(), report)
+    except ProxyError:
+        return  # (the errors: test_the_checked_walk_answers_as_the_check_run_first)
+    wire_message = msgspec.convert(assistant, w.AssistantMessage)
+    general = TranslationReport(lossy=True)
+    expected = request._assistant(wire_message, 1, set(), general)
+    if wire_message.name is not None:
+        general.drop("messages.name")
+    assert req.messages[1] == expected
+    assert report.dropped == general.dropped
