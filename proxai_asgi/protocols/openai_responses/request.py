@@ -374,30 +374,31 @@ def _input_messages(
     for i, item in typed:
         # Dispatched on ``type(item)``: a failed ``isinstance`` against a msgspec Struct
         # class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
+        # (A part that opens a turn is made first, and the turn's list with it.)
         if type(item) is call:
-            if role != "assistant":
-                role, turn = "assistant", []
-                messages.append(new_message(role="assistant", content=turn))
-            turn.append(
-                tool_call(
-                    id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
-                )
+            part: c.Part = tool_call(
+                id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
             )
+            if role != "assistant":
+                role, turn = "assistant", [part]
+                messages.append(new_message(role="assistant", content=turn))
+            else:
+                turn.append(part)
             calls.append(item.call_id)
         elif type(item) is output:
-            if role != "tool":
-                role, turn = "tool", []
-                messages.append(new_message(role="tool", content=turn))
             out = item.output
             answered.add(item.call_id)
-            turn.append(
-                tool_result(
-                    call_id=item.call_id,
-                    content=([text(text=out)] if out else [])
-                    if type(out) is str
-                    else _parts(out, i, "output"),
-                )
+            part = tool_result(
+                call_id=item.call_id,
+                content=([text(text=out)] if out else [])
+                if type(out) is str
+                else _parts(out, i, "output"),
             )
+            if role != "tool":
+                role, turn = "tool", [part]
+                messages.append(new_message(role="tool", content=turn))
+            else:
+                turn.append(part)
         elif type(item) is message:
             if item.role == "user":
                 content = item.content
@@ -409,14 +410,16 @@ def _input_messages(
                 role = "user"
                 messages.append(new_message(role="user", content=turn))
             elif item.role == "assistant":
-                if role != "assistant":
-                    role, turn = "assistant", []
-                    messages.append(new_message(role="assistant", content=turn))
                 content = item.content
                 if len(content) == 1 and type(only := content[0]) is assistant_text:
-                    turn.append(text(text=only.text))  # the usual one: an output_text
+                    said: list[c.Part] = [text(text=only.text)]  # the usual one: output_text
                 else:
-                    turn.extend(_parts(content, i))
+                    said = _parts(content, i)
+                if role != "assistant":
+                    role, turn = "assistant", said
+                    messages.append(new_message(role="assistant", content=turn))
+                else:
+                    turn.extend(said)
             else:  # system, developer
                 system.extend(_system_texts(item.content, i))
         elif type(item) is w.ReasoningItem:

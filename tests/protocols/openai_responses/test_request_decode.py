@@ -735,3 +735,48 @@ def test_a_call_without_its_output_in_the_input_is_a_400_unless_lossy(
         assert (e.value.status, e.value.param) == (400, "input")
         assert e.value.message == f"No tool output found for function call {unanswered}."
     decode_request(raw, TranslationReport(lossy=True))  # the outputs may be stored upstream
+
+
+def test_consecutive_items_of_a_side_form_one_turn() -> None:
+    """Parallel calls: the message and the calls make one assistant turn, the outputs
+    one tool turn, whichever item opens it."""
+    body = {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": "hi"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "a"}],
+            },
+            _call("c1"),
+            _call("c2"),
+            _output("c1"),
+            _output("c2"),
+            _call("c3"),
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "b"}],
+            },
+            _output("c3"),
+        ],
+    }
+    req = CODEC.decode_request(json.dumps(body).encode(), TranslationReport())
+    shape = [(m.role, [_label(p) for p in m.content]) for m in req.messages]
+    assert shape == [
+        ("user", ["hi"]),
+        ("assistant", ["a", "c1", "c2"]),
+        ("tool", ["c1", "c2"]),
+        ("assistant", ["c3", "b"]),
+        ("tool", ["c3"]),
+    ]
+
+
+def _label(p: c.Part) -> str:
+    if type(p) is c.ToolCall:
+        return p.id
+    if type(p) is c.ToolResult:
+        return p.call_id
+    assert type(p) is c.Text
+    return p.text
