@@ -708,6 +708,14 @@ def _call(call_id: str) -> dict[str, Any]:
     return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
 
 
+def _said(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+
+
 def _output(call_id: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
 
@@ -744,21 +752,13 @@ def test_consecutive_items_of_a_side_form_one_turn() -> None:
         "model": "m",
         "input": [
             {"role": "user", "content": "hi"},
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "a"}],
-            },
+            _said("a"),
             _call("c1"),
             _call("c2"),
             _output("c1"),
             _output("c2"),
             _call("c3"),
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "b"}],
-            },
+            _said("b"),
             _output("c3"),
         ],
     }
