@@ -134,6 +134,7 @@ def _user_content(content: str | list[w.UserPart], i: int) -> list[c.Part]:
         if type(p) is w.TextPart:
             out.append(c.Text(text=p.text, cache_control=p.cache_control))
         elif type(p) is w.ImagePart:
+            validate.check_image_url(p.image_url.url, f"messages[{i}].content[{j}]")
             out.append(_image(p))
         elif type(p) is w.FilePart:
             out.append(_file(p, f"messages[{i}].content[{j}]"))
@@ -159,7 +160,7 @@ def _tool_content(content: str | list[w.ToolPart], i: int) -> list[c.Part]:
 
 
 def _assistant(
-    m: w.AssistantMessage, i: int, kinds: dict[str, c.ToolKind], report: TranslationReport
+    m: w.AssistantMessage, i: int, customs: set[str], report: TranslationReport
 ) -> c.Message:
     if m.function_call is not None:
         path = f"messages[{i}]"
@@ -194,7 +195,7 @@ def _assistant(
         f = tc.function
         if f is not None and (tc.type is _UNSET or tc.type == "function"):  # the usual call
             parts.append(c.ToolCall(id=tc.id, name=f.name, arguments=f.arguments))
-            kinds[tc.id] = "function"
+            customs.discard(tc.id)
             continue
         kind = "function" if tc.type is _UNSET else tc.type
         if kind == "function":
@@ -204,7 +205,7 @@ def _assistant(
             parts.append(
                 c.ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments)
             )
-            kinds[tc.id] = "function"
+            customs.discard(tc.id)
         elif kind == "custom":
             if tc.custom is None:
                 tpath = f"messages[{i}].tool_calls[{j}]"
@@ -212,7 +213,7 @@ def _assistant(
             parts.append(
                 c.ToolCall(id=tc.id, name=tc.custom.name, arguments=tc.custom.input, kind="custom")
             )
-            kinds[tc.id] = "custom"
+            customs.add(tc.id)
         else:
             tpath = f"messages[{i}].tool_calls[{j}]"
             raise _invalid(f"{tpath}.type: unsupported tool call type {kind!r}", f"{tpath}.type")
@@ -338,39 +339,48 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
     return req
 
 
-def decode_request(body: bytes, report: TranslationReport) -> c.Request:
-    """A Chat Completions client body as a canonical request (400 for bad input)."""
-    req = _decode_body(body, report)
-    if not req.messages:
-        raise _invalid("messages must not be empty", "messages")
-    validate.check(req)
+def _messages_in(
+    ms: list[w.Message], report: TranslationReport
+) -> tuple[list[c.Text], list[c.Message]]:
+    """The system texts and the canonical turns, checked in the same walk.
 
+    The usual messages of an agent loop (an assistant turn of text and function calls,
+    a tool message of text) are built inline; the rest take ``_assistant`` and
+    ``_tool_content``. ``tools`` is the open tool turn: consecutive tool messages
+    (system messages between them aside) share one. The walk also does the cheap part
+    of ``validate.check_messages``, which it would otherwise repeat: it tracks the calls
+    awaiting their tool message and notes anything that check rejects; only then is the
+    check run, to raise its 400."""
     system: list[c.Text] = []
     messages: list[c.Message] = []
-    kinds: dict[str, c.ToolKind] = {}
-    # The usual messages of an agent loop (an assistant turn of text and function calls,
-    # a tool message of text) are built inline; the rest take ``_assistant`` and
-    # ``_tool_content``. ``tools`` is the open tool turn: consecutive tool messages
-    # (system messages between them aside) share one.
+    customs: set[str] = set()  # the call ids whose latest call is a custom tool's
+    pending: dict[str, int] = {}  # call ids awaiting their tool message -> position
+    suspect = False  # something check_messages rejects was seen
     tools: list[c.Part] | None = None
     user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
-    for i, m in enumerate(req.messages):
+    for i, m in enumerate(ms):
         if type(m) is tool_message:
+            call_id = m.tool_call_id
+            if pending:
+                pending.pop(call_id, None)
             content = m.content
             r = result(
-                call_id=m.tool_call_id,
+                call_id=call_id,
                 content=([text(text=content)] if content else [])
                 if type(content) is str
                 else _tool_content(content, i),
-                kind=kinds.get(m.tool_call_id, "function"),
             )
+            if customs and call_id in customs:
+                r.kind = "custom"
             if tools is None:
                 tools = [r]
                 messages.append(message(role="tool", content=tools))
             else:
                 tools.append(r)
             continue  # (a tool message has no name)
+        if pending:
+            suspect = True  # a call left unanswered
         if type(m) is assistant_message:
             parts: list[c.Part] | None = None
             said = m.content  # a string, or none beside tool calls
@@ -382,22 +392,56 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
                 and m.function_call is None
                 and m.audio is None
             ):
-                parts = [text(text=said)] if type(said) is str and said else []
-                for tc in m.tool_calls or ():
+                calls = m.tool_calls
+                if calls is not None and len(calls) == 1 and type(said) is str and said:
+                    tc = calls[0]  # the most usual turn: a text and one function call
                     f = tc.function
-                    if f is None or (tc.type is not _UNSET and tc.type != "function"):
-                        parts = None  # another kind of call: the general path
-                        break
-                    parts.append(call(id=tc.id, name=f.name, arguments=f.arguments))
-                    kinds[tc.id] = "function"
-            messages.append(
-                message(role="assistant", content=parts)
-                if parts is not None
-                else _assistant(m, i, kinds, report)
-            )
+                    if f is not None and (tc.type is _UNSET or tc.type == "function"):
+                        pending[tc.id] = i
+                        if customs:
+                            customs.discard(tc.id)
+                        parts = [
+                            text(text=said),
+                            call(id=tc.id, name=f.name, arguments=f.arguments),
+                        ]
+                        messages.append(message(role="assistant", content=parts))
+                        tools = None
+                        if m.name is not None:
+                            report.drop("messages.name")
+                        continue
+                parts = [text(text=said)] if type(said) is str and said else []
+                if calls:
+                    for tc in calls:
+                        f = tc.function
+                        if f is None or (tc.type is not _UNSET and tc.type != "function"):
+                            parts = None  # another kind of call: the general path
+                            break
+                        parts.append(call(id=tc.id, name=f.name, arguments=f.arguments))
+                        pending[tc.id] = i
+                        if customs:
+                            customs.discard(tc.id)
+                elif type(said) is not str:
+                    suspect = True  # neither content nor calls
+            if parts is None:
+                messages.append(_assistant(m, i, customs, report))
+                if m.tool_calls:
+                    for tc in m.tool_calls:
+                        pending[tc.id] = i
+                elif (m.content is None or m.content is _UNSET) and not (
+                    m.refusal or m.function_call or m.audio
+                ):
+                    suspect = True
+            else:
+                messages.append(message(role="assistant", content=parts))
             tools = None
         elif type(m) is user_message:
-            messages.append(message(role="user", content=_user_content(m.content, i)))
+            words = m.content
+            if type(words) is str:
+                if not words:
+                    suspect = True  # an empty user message
+                messages.append(message(role="user", content=[text(text=words)]))
+            else:
+                messages.append(message(role="user", content=_user_content(words, i)))
             tools = None
         elif type(m) is w.SystemMessage or type(m) is w.DeveloperMessage:
             system.extend(_text_parts(m.content))
@@ -410,6 +454,23 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             )
         if m.name is not None:
             report.drop("messages.name")
+    if suspect or pending or not messages:
+        validate.check_messages(ms)  # raises the 400 (or finds all well after all)
+    return system, messages
+
+
+def decode_request(body: bytes, report: TranslationReport) -> c.Request:
+    """A Chat Completions client body as a canonical request (400 for bad input)."""
+    req = _decode_body(body, report)
+    if not req.messages:
+        raise _invalid("messages must not be empty", "messages")
+    validate.check_params(req)
+    try:
+        system, messages = _messages_in(req.messages, report)
+    except ProxyError:
+        # The messages' own 400 (``validate``) comes before any conversion error.
+        validate.check_messages(req.messages)
+        raise
 
     include_usage = False
     if req.stream_options:
@@ -544,6 +605,12 @@ class _Encoder:
         self.report.reject(f"{path}.url", "Chat Completions cannot fetch a document by URL")
         return None
 
+    def opaque_dropped(self, p: c.Reasoning) -> None:
+        """Reports a reasoning part's provider tokens, which Chat cannot carry."""
+        for opaque in reasoning_carry.OPAQUE:
+            if getattr(p, opaque) is not None:
+                self.report.drop(f"assistant.reasoning.{opaque}")
+
     def user(self, m: c.Message, i: int) -> None:
         if len(m.content) == 1:  # the usual user turn: one plain text, in the short form
             only = m.content[0]
@@ -616,9 +683,7 @@ class _Encoder:
                     refusals = []
                 refusals.append(p.text)
             elif type(p) is c.Reasoning:
-                for opaque in reasoning_carry.OPAQUE:
-                    if getattr(p, opaque) is not None:
-                        self.report.drop(f"assistant.reasoning.{opaque}")
+                self.opaque_dropped(p)
                 if p.text:
                     if self.options.echo_reasoning_content:
                         if reasoning is None:
@@ -704,9 +769,35 @@ def encode_request(
         if system is not None:
             enc.messages.append(w.SystemMessage(content=system))
     result, text, tool_message, out_messages = c.ToolResult, c.Text, w.ToolMessage, enc.messages
+    call, tool_call, function_call, reasoning = c.ToolCall, w.ToolCall, w.FunctionCall, c.Reasoning
     for i, m in enumerate(request.messages):
         if m.role == "assistant":
-            enc.assistant(m)
+            # The usual turn (plain texts and function calls) inline; anything else
+            # (a refusal, reasoning, a custom call, a marked text) takes ``assistant``.
+            texts: list[str] = []
+            calls: list[w.ToolCall] = []
+            for p in m.content:
+                if type(p) is call and p.kind == "function":
+                    calls.append(
+                        tool_call(
+                            id=p.id,
+                            type="function",
+                            function=function_call(name=p.name, arguments=p.arguments),
+                        )
+                    )
+                elif type(p) is text and p.cache_control is None and p.citations is None:
+                    texts.append(p.text)
+                elif type(p) is reasoning and not p.text:  # a bare carrier (Gemini's)
+                    enc.opaque_dropped(p)
+                else:
+                    enc.assistant(m)  # (what was reported here, it reports again: no-op)
+                    break
+            else:
+                said = texts[0] if len(texts) == 1 else "".join(texts)
+                if said or calls:
+                    out_messages.append(
+                        w.AssistantMessage(content=said or None, tool_calls=calls or None)
+                    )
         elif m.role == "user":
             enc.user(m, i)
         else:

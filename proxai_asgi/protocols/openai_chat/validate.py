@@ -75,6 +75,14 @@ def _empty(content: object) -> bool:
 
 
 def check(req: w.ChatRequest) -> None:
+    check_params(req)
+    check_messages(req.messages)
+
+
+def check_params(req: w.ChatRequest) -> None:
+    """Everything but the messages. (``request.decode_request`` checks the usual
+    messages in its own walk over them and asks ``check_messages`` only when that walk
+    sees something it would reject, or fails.)"""
     # (each check called only for a field that is there: this runs on every request)
     if req.temperature is not None:
         check_range("temperature", req.temperature, 0, 2)
@@ -95,10 +103,9 @@ def check(req: w.ChatRequest) -> None:
                 f"Invalid value: '{kind}'. Supported values are: 'function' and 'custom'.",
                 f"tools[{i}].type",
             )
-    _check_messages(req.messages)
 
 
-def _check_messages(messages: list[w.Message]) -> None:
+def check_messages(messages: list[w.Message]) -> None:
     conversation = False
     pending: dict[str, int] = {}  # tool call ids awaiting their tool message -> position
     tool, user, assistant = w.ToolMessage, w.UserMessage, w.AssistantMessage

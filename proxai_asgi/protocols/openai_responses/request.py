@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -355,61 +356,70 @@ def _input_messages(
         return []
     if isinstance(input, str):
         return [c.Message(role="user", content=[c.Text(text=input)])]
+    if not input:
+        return []
     messages: list[c.Message] = []
     # The open turn (see ``_turn``), kept in locals: consecutive assistant items
     # (message, reasoning, calls) form one turn, consecutive tool outputs one tool turn.
     role: str | None = None
     turn: list[c.Part] = []
     message, call, output = w.MessageItem, w.FunctionCallItem, w.FunctionCallOutputItem
-    assistant_text = w.AssistantText
+    assistant_text, input_text = w.AssistantText, w.InputText
     tool_call, tool_result, text, new_message = c.ToolCall, c.ToolResult, c.Text, c.Message
     calls: list[str] = []  # every call's id, in order, and every output's
     answered: set[str] = set()
-    for i, raw in enumerate(input):
-        # Items come typed from the one-parse decoder, raw from the general path.
-        item = _decode_item(raw, i, report) if type(raw) is Raw else raw
-        if item is None:
-            continue
+    # Items come typed from the one-parse decoder, raw from the general path (decoded
+    # one at a time, as the walk reaches them, so errors keep the items' order).
+    typed = enumerate(input) if type(input[0]) is not Raw else _decoded_items(input, report)
+    for i, item in typed:
         # Dispatched on ``type(item)``: a failed ``isinstance`` against a msgspec Struct
         # class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns.
+        # (A part that opens a turn is made first, and the turn's list with it.)
         if type(item) is call:
-            if role != "assistant":
-                role, turn = "assistant", []
-                messages.append(new_message(role="assistant", content=turn))
-            turn.append(
-                tool_call(
-                    id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
-                )
+            part: c.Part = tool_call(
+                id=item.call_id, name=item.name, arguments=item.arguments, item_id=item.id
             )
+            if role != "assistant":
+                role, turn = "assistant", [part]
+                messages.append(new_message(role="assistant", content=turn))
+            else:
+                turn.append(part)
             calls.append(item.call_id)
         elif type(item) is output:
-            if role != "tool":
-                role, turn = "tool", []
-                messages.append(new_message(role="tool", content=turn))
             out = item.output
             answered.add(item.call_id)
-            turn.append(
-                tool_result(
-                    call_id=item.call_id,
-                    content=([text(text=out)] if out else [])
-                    if type(out) is str
-                    else _parts(out, i, "output"),
-                )
+            part = tool_result(
+                call_id=item.call_id,
+                content=([text(text=out)] if out else [])
+                if type(out) is str
+                else _parts(out, i, "output"),
             )
+            if role != "tool":
+                role, turn = "tool", [part]
+                messages.append(new_message(role="tool", content=turn))
+            else:
+                turn.append(part)
         elif type(item) is message:
             if item.role == "user":
-                _user_parts_only(item.content, i)
-                role, turn = "user", _parts(item.content, i)
+                content = item.content
+                if len(content) == 1 and type(only := content[0]) is input_text:
+                    turn = [text(text=only.text)]  # the usual one: an input_text
+                else:
+                    _user_parts_only(content, i)
+                    turn = _parts(content, i)
+                role = "user"
                 messages.append(new_message(role="user", content=turn))
             elif item.role == "assistant":
-                if role != "assistant":
-                    role, turn = "assistant", []
-                    messages.append(new_message(role="assistant", content=turn))
                 content = item.content
                 if len(content) == 1 and type(only := content[0]) is assistant_text:
-                    turn.append(text(text=only.text))  # the usual one: an output_text
+                    said: list[c.Part] = [text(text=only.text)]  # the usual one: output_text
                 else:
-                    turn.extend(_parts(content, i))
+                    said = _parts(content, i)
+                if role != "assistant":
+                    role, turn = "assistant", said
+                    messages.append(new_message(role="assistant", content=turn))
+                else:
+                    turn.extend(said)
             else:  # system, developer
                 system.extend(_system_texts(item.content, i))
         elif type(item) is w.ReasoningItem:
@@ -441,13 +451,25 @@ def _input_messages(
             report.reject(
                 f"input[{i}]", "item_reference needs server-side state; send the item itself"
             )
-    if not report.lossy:  # (lossy: the outputs may live in state the client refers to)
-        for call_id in calls:  # the API rejects a call whose output is not in the input
+    # The API rejects a call whose output is not in the input (lossy: the outputs may
+    # live in state the client refers to).
+    if not report.lossy and not answered.issuperset(calls):
+        for call_id in calls:
             if call_id not in answered:
                 raise ProxyError.invalid(
                     f"No tool output found for function call {call_id}.", param="input"
                 )
     return messages
+
+
+def _decoded_items(
+    input: list[Raw] | list[w.InputItem], report: TranslationReport
+) -> Iterator[tuple[int, w.InputItem]]:
+    """The raw items decoded, with their place in ``input``; dropped ones left out."""
+    for i, raw in enumerate(input):
+        item = _decode_item(raw, i, report) if type(raw) is Raw else raw
+        if item is not None:
+            yield i, item
 
 
 def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
@@ -653,8 +675,10 @@ def encode_request(
 
     instructions = None
     if request.system:
-        if any(t.cache_control for t in request.system):
-            report.drop("cache_control")
+        for s in request.system:  # (a loop: a generator costs more for one text)
+            if s.cache_control:
+                report.drop("cache_control")
+                break
         instructions = policy.joined_system(request.system)
 
     tools: list[Any] = []
@@ -793,65 +817,105 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
     message items, its calls, results and reasoning become items of their own. Parts
     are dispatched on ``type(p)``: a failed ``isinstance`` against a msgspec Struct
     class costs ~70 ns (its metaclass takes CPython's slow path), this ~15 ns. The
-    usual parts (text, a function call, a result of one text) are built inline: an
-    agent loop resends them all on every turn."""
+    usual turns (an assistant's plain texts and function calls, a tool turn of results
+    of one text) are built inline, as an agent loop resends them all on every turn: a
+    turn with any other part is undone and goes to ``_message_items``, as do user
+    turns."""
     items: list[Any] = []
     text, call, result = c.Text, c.ToolCall, c.ToolResult
     call_item, output_item = w.FunctionCallItem, w.FunctionCallOutputItem
+    message_item, assistant_text, reasoning = w.MessageItem, w.AssistantText, c.Reasoning
     for m in messages:
-        assistant = m.role == "assistant"
-        pending: list[Any] = []
-        for p in m.content:
-            if type(p) is text:
-                if p.cache_control:
-                    report.drop("cache_control")
-                if assistant:
-                    if p.citations:
-                        report.drop("assistant.citations")
-                    pending.append(w.AssistantText(text=p.text))
-                else:
-                    pending.append(w.InputText(text=p.text))
-            elif type(p) is call or type(p) is result or type(p) is c.Reasoning:
-                if pending:
-                    items.append(w.MessageItem(role=_role(assistant), content=pending))
-                    pending = []
-                if type(p) is call and p.kind == "function":
-                    fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
-                    items.append(
-                        call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
-                    )
-                elif (
+        role = m.role
+        start = len(items)
+        if role == "tool":  # the usual tool turn: results of one text each
+            for p in m.content:
+                if (
                     type(p) is result
                     and p.kind == "function"
                     and not p.cache_control
                     and not p.is_error
                     and len(p.content) == 1
                     and type(only := p.content[0]) is text
-                ):  # (``_tool_output`` of one text is the text)
+                ):
                     items.append(
                         output_item(call_id=p.call_id, output=only.text, status="completed")
                     )
                 else:
-                    item = _item_out(p, report)
+                    break
+            else:
+                continue
+            del items[start:]  # (the general path redoes them)
+        elif role == "assistant":  # the usual assistant turn: plain texts, function calls
+            said: list[Any] | None = None  # the texts since the last item (made by the first)
+            for p in m.content:
+                if type(p) is call and p.kind == "function":
+                    if said is not None:
+                        items.append(message_item(role="assistant", content=said))
+                        said = None
+                    fid = p.item_id if p.item_id and p.item_id.startswith("fc_") else None
+                    items.append(
+                        call_item(call_id=p.id, name=p.name, arguments=p.arguments or "{}", id=fid)
+                    )
+                elif type(p) is text and not p.cache_control and not p.citations:
+                    if said is None:
+                        said = [assistant_text(text=p.text)]
+                    else:
+                        said.append(assistant_text(text=p.text))
+                elif type(p) is reasoning:  # (Gemini's turns carry one each)
+                    if said is not None:
+                        items.append(message_item(role="assistant", content=said))
+                        said = None
+                    item = _reasoning_out(p, report)
                     if item is not None:
                         items.append(item)
-            elif type(p) is c.Refusal:
-                pending.append(
-                    w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text)
-                )
-            elif type(p) is c.Image or type(p) is c.File:
-                if p.cache_control:
-                    report.drop("cache_control")
-                if assistant:
-                    report.drop(f"assistant {p.__struct_config__.tag}")
                 else:
-                    pending.append(_media_part(p))
+                    break  # (what was reported here, the general path reports again: no-op)
             else:
-                assert type(p) is c.ServerToolUse
-                report.drop("server_tool_use")
-        if pending:
-            items.append(w.MessageItem(role=_role(assistant), content=pending))
+                if said is not None:
+                    items.append(message_item(role="assistant", content=said))
+                continue
+            del items[start:]  # (the general path redoes them)
+        _message_items(m, items, report)
     return items
+
+
+def _message_items(m: c.Message, items: list[Any], report: TranslationReport) -> None:
+    """Any turn's items onto ``items`` (the general path of ``_input_items``)."""
+    assistant = m.role == "assistant"
+    text, call, result = c.Text, c.ToolCall, c.ToolResult
+    pending: list[Any] = []
+    for p in m.content:
+        if type(p) is text:
+            if p.cache_control:
+                report.drop("cache_control")
+            if assistant:
+                if p.citations:
+                    report.drop("assistant.citations")
+                pending.append(w.AssistantText(text=p.text))
+            else:
+                pending.append(w.InputText(text=p.text))
+        elif type(p) is call or type(p) is result or type(p) is c.Reasoning:
+            if pending:
+                items.append(w.MessageItem(role=_role(assistant), content=pending))
+                pending = []
+            item = _item_out(p, report)
+            if item is not None:
+                items.append(item)
+        elif type(p) is c.Refusal:
+            pending.append(w.RefusalPart(refusal=p.text) if assistant else w.InputText(text=p.text))
+        elif type(p) is c.Image or type(p) is c.File:
+            if p.cache_control:
+                report.drop("cache_control")
+            if assistant:
+                report.drop(f"assistant {p.__struct_config__.tag}")
+            else:
+                pending.append(_media_part(p))
+        else:
+            assert type(p) is c.ServerToolUse
+            report.drop("server_tool_use")
+    if pending:
+        items.append(w.MessageItem(role=_role(assistant), content=pending))
 
 
 def _role(assistant: bool) -> Literal["user", "assistant"]:

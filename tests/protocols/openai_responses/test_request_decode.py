@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -701,3 +702,81 @@ def test_fields_that_point_at_provider_side_state_are_rejected_unless_lossy(
         decode_req(body)
     assert exc.value.status == 400 and exc.value.param == field
     assert decode_req(body, lossy=True)[1].dropped == [field]
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+
+
+def _output(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("items", "unanswered"),
+    [
+        ([_call("c1"), _output("c1")], None),
+        ([_output("c1"), _call("c1")], None),  # (an output anywhere in the input counts)
+        ([_call("c1"), _call("c2"), _output("c1")], "c2"),
+        ([_call("c1"), _call("c2"), _call("c3"), _output("c2")], "c1"),  # the first, in order
+    ],
+)
+def test_a_call_without_its_output_in_the_input_is_a_400_unless_lossy(
+    items: list[dict[str, Any]], unanswered: str | None
+) -> None:
+    body = {"model": "m", "input": [{"role": "user", "content": "hi"}, *items]}
+    raw = json.dumps(body).encode()
+    decode_request = CODEC.decode_request
+    if unanswered is None:
+        decode_request(raw, TranslationReport())
+    else:
+        with pytest.raises(ProxyError) as e:
+            decode_request(raw, TranslationReport())
+        assert (e.value.status, e.value.param) == (400, "input")
+        assert e.value.message == f"No tool output found for function call {unanswered}."
+    decode_request(raw, TranslationReport(lossy=True))  # the outputs may be stored upstream
+
+
+def test_consecutive_items_of_a_side_form_one_turn() -> None:
+    """Parallel calls: the message and the calls make one assistant turn, the outputs
+    one tool turn, whichever item opens it."""
+    body = {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": "hi"},
+            _said("a"),
+            _call("c1"),
+            _call("c2"),
+            _output("c1"),
+            _output("c2"),
+            _call("c3"),
+            _said("b"),
+            _output("c3"),
+        ],
+    }
+    req = CODEC.decode_request(json.dumps(body).encode(), TranslationReport())
+    shape = [(m.role, [_label(p) for p in m.content]) for m in req.messages]
+    assert shape == [
+        ("user", ["hi"]),
+        ("assistant", ["a", "c1", "c2"]),
+        ("tool", ["c1", "c2"]),
+        ("assistant", ["c3", "b"]),
+        ("tool", ["c3"]),
+    ]
+
+
+def _label(p: c.Part) -> str:
+    if type(p) is c.ToolCall:
+        return p.id
+    if type(p) is c.ToolResult:
+        return p.call_id
+    assert type(p) is c.Text
+    return p.text
