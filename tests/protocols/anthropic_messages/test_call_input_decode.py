@@ -62,7 +62,7 @@ _MESSAGE = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(_MESSAGE, min_size=1, max_size=4),
     st.sampled_from([None, 0.5, 7.0]),
@@ -80,7 +80,7 @@ def test_a_call_input_that_is_not_an_object_is_named_as_the_object_typed_decode_
     assert _outcome(raw) == _reference(raw)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(st.text(max_size=4), JSON_VALUES), st.sampled_from([None, 2]), st.booleans())
 def test_the_arguments_are_the_json_of_the_input_object_however_it_was_written(
     value: dict[str, Any], indent: int | None, ascii_only: bool

@@ -158,7 +158,7 @@ def _placed(messages: list[c.Message], told: bool) -> tuple[int, bytes]:
     return placed, msgspec.json.encode(body)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_CONVERSATION)
 def test_breakpoints_placed_with_the_short_turns_named_are_placed_as_when_searched(
     messages: list[c.Message],
@@ -173,7 +173,7 @@ def test_breakpoints_placed_with_the_short_turns_named_are_placed_as_when_search
     assert _placed(messages, told=True) == _placed(messages, told=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.dictionaries(st.text(max_size=4), JSON_VALUES),
     st.sampled_from([None, 1]),

@@ -142,7 +142,7 @@ def _production(raw: bytes, report: TranslationReport) -> c.Request:
     return request.decode_request(raw, report, "m", False)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_bodies)
 def test_fast_path_and_general_path_agree(body: dict[str, Any]) -> None:
     raw = json.dumps(body).encode()
@@ -235,7 +235,7 @@ _usual_tools = (
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_usual_tools)
 def test_typed_tools_are_those_the_general_path_converts(tools: list[Any] | None) -> None:
     raw = json.dumps({"contents": [{"parts": [{"text": "hi"}]}], "tools": tools}).encode()
