@@ -6,10 +6,22 @@ import threading
 import tracemalloc
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from proxai_asgi import canonical as c
 from proxai_asgi import exact_json
+from proxai_asgi.codec import ProtocolName, UpstreamOptions
+from proxai_asgi.errors import TranslationReport
+from proxai_asgi.protocols import get_codec
+
+PROTOCOLS: list[ProtocolName] = [
+    "anthropic_messages",
+    "openai_chat_completions",
+    "openai_responses",
+    "gemini_generate_content",
+]
 
 ENCODER = msgspec.json.Encoder()
 JSON = st.recursive(
@@ -83,3 +95,25 @@ def test_the_body_is_held_at_its_own_size() -> None:
         tracemalloc.stop()
     assert size <= peak <= size + 256
     assert grown > peak  # what the plain encoder holds for the same body
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_request_encoder_writes_its_body_at_its_exact_size(
+    protocol: ProtocolName, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A translated request is the largest body the proxy makes: each codec's request
+    encoder goes through ``exact_json`` (a plain ``Encoder.encode`` would hold up to
+    1.5x the body while it is made)."""
+    calls: list[bytes] = []
+    encode = exact_json.encode
+
+    def counted(encoder: msgspec.json.Encoder, value: object) -> bytes:
+        calls.append(out := encode(encoder, value))
+        return out
+
+    monkeypatch.setattr(exact_json, "encode", counted)
+    request = c.Request(
+        model="m", messages=[c.Message(role="user", content=[c.Text(text="hi")])], max_tokens=8
+    )
+    body = get_codec(protocol).encode_request(request, TranslationReport(), UpstreamOptions())
+    assert calls == [body]
