@@ -141,11 +141,6 @@ class GenerateContentRequest(_Wire):
     model: str | None = None  # only inside countTokens' generateContentRequest
 
 
-class CountTokensRequest(_Wire):
-    contents: list[Content] | None = None
-    generate_content_request: GenerateContentRequest | None = None
-
-
 # ------------------------------------------------------ upstream request (encode only)
 # The encoder's usual parts as Structs of their own: a ``Part`` sets its ten fields on
 # every instance and ``omit_defaults`` tests them all when encoding; these hold only
@@ -224,10 +219,6 @@ class GenerateContentResponse(_Wire):
     usage_metadata: UsageMetadata | None = None
     model_version: str | None = None
     response_id: str | None = None
-
-
-class CountTokensResponse(_Wire):
-    total_tokens: int
 
 
 # --------------------------------------------------------------------- errors

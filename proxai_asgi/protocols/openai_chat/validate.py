@@ -74,11 +74,6 @@ def _empty(content: object) -> bool:
     return content is None or content == "" or content == [] or content is UNSET
 
 
-def check(req: w.ChatRequest) -> None:
-    check_params(req)
-    check_messages(req.messages)
-
-
 def check_params(req: w.ChatRequest) -> None:
     """Everything but the messages. (``request.decode_request`` checks the usual
     messages in its own walk over them and asks ``check_messages`` only when that walk
