@@ -12,6 +12,7 @@ to judge.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Container
 
 from . import canonical as c
 from .errors import ProxyError
@@ -33,7 +34,7 @@ _PART_TYPES = (c.ToolCall, c.ToolResult, c.Image, c.File, c.Text)
 _BASE64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= \t\r\n"
 
 
-def check_request(request: c.Request, *, lossy: bool = False) -> None:
+def check_request(request: c.Request, *, lossy: bool = False, settled: bool = False) -> None:
     """Raise a 400 ``ProxyError`` for what no target API accepts: a ``tool_choice``
     naming a tool that is not in ``tools``, a tool result answering no call, media data
     that is not base64.
@@ -41,6 +42,11 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
     ``lossy``: the client may refer to state this stateless proxy dropped
     (``previous_response_id``, item references), so unmatched tool results are left
     to the upstream.
+
+    ``settled``: the decoder that made ``request`` vouched, in the walk it made anyway,
+    that the messages hold no image or document and that every tool result answers a
+    call among them (``TranslationReport.settled``): the walk below would find nothing,
+    so only ``tool_choice`` is checked.
 
     The first error in conversation order is the one raised. A tool result may answer
     a call anywhere in the conversation, so results are judged once every call is
@@ -60,6 +66,8 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
             f"tool_choice names the tool {choice.name!r}, which is not in tools",
             param="tool_choice",
         )
+    if settled:
+        return
     calls: set[str] = set()
     results: list[c.ToolResult] = []
     media = False
@@ -89,6 +97,26 @@ def check_request(request: c.Request, *, lossy: bool = False) -> None:
                 _check_result(p, calls, lossy)
             elif type(p) is c.Image or type(p) is c.File:
                 _check_media(p)
+
+
+def settles(parts: list[c.Part], asked: Container[str] = ()) -> bool:
+    """Whether ``check_request``'s walk would find nothing in ``parts``: no image or
+    document, and tool results that answer one of ``asked`` (ids of calls the decoder
+    knows are in the conversation) and hold no media. Decoders vouch with it for what
+    their general paths built; their usual turns are settled by construction."""
+    call, result, image, file, text = _PART_TYPES
+    for p in parts:
+        if type(p) is text or type(p) is call:
+            continue
+        if type(p) is image or type(p) is file:
+            return False
+        if type(p) is result:
+            if p.call_id not in asked:
+                return False
+            for q in p.content:
+                if type(q) is image or type(q) is file:
+                    return False
+    return True
 
 
 def _unanswered(p: c.ToolResult) -> None:

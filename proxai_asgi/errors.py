@@ -117,6 +117,9 @@ class TranslationReport(msgspec.Struct, gc=False):
 
     lossy: bool = False
     dropped: list[str] = msgspec.field(default_factory=list)
+    # Set by a client decoder whose message walk saw no media and paired every tool
+    # result with a call: ``checks.check_request`` need not walk the messages again.
+    settled: bool = False
 
     def drop(self, field: str) -> None:
         if field not in self.dropped:

@@ -70,7 +70,7 @@ def prepare(
     """
     report = TranslationReport(upstream.lossy)
     request = client.decode_request(body, report)
-    checks.check_request(request, lossy=upstream.lossy)
+    checks.check_request(request, lossy=upstream.lossy, settled=report.settled)
     if model is not None:
         request.model = model
     if stream is not None:

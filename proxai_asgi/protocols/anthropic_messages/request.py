@@ -37,6 +37,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import exact_json, ids, reasoning_carry
+from ...checks import settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -199,7 +200,11 @@ def _messages_in(
     ``validate.tool_results_follow`` checks, in the same pass: the ids of each
     assistant turn's tool_use blocks are looked for in the next message (the usual
     turn, one call answered by the next message's first block, inline), and a turn
-    that fails defers to it for the API's error."""
+    that fails defers to it for the API's error.
+
+    ``report.settled`` tells ``checks.check_request`` it may skip its walk: the usual
+    turns hold no media and their result answers the call before it; what the other
+    paths build is looked at (``settles``)."""
     messages: list[c.Message] = []
     count = len(wire_messages)
     text_block, tool_result = wire.TextBlock, wire.ToolResultBlock
@@ -208,6 +213,7 @@ def _messages_in(
     arguments_in = _ARGUMENTS_IN
     # the ids the previous (assistant) message asks for: one (a str, the usual turn) or more
     pending: str | list[str] | None = None
+    settled = True
     for i, m in enumerate(wire_messages):
         content = m.content
         # An agent loop's two turns first, whole: a user turn of one tool result that
@@ -235,6 +241,8 @@ def _messages_in(
                             ],
                         )
                     )
+                    if settled and (pending is None or type(only.content) is not str):
+                        settled = settles(messages[-1].content, (pending,) if pending else ())
                     pending = None
                     continue
             elif (
@@ -272,6 +280,8 @@ def _messages_in(
                 and not said.citations
             ):  # a result and a text (a Claude Code turn): two turns, as ``_user_turn``'s
                 messages.append(message(role="tool", content=[_tool_result_in(only, i, 0, report)]))
+                if settled:
+                    settled = settles(messages[-1].content, (pending,) if pending else ())
                 messages.append(
                     message(
                         role="user",
@@ -280,10 +290,10 @@ def _messages_in(
                 )
                 pending = None
                 continue
+        asked: list[str] = []  # the calls this turn answers (every one, once checked)
         if pending is not None:
-            _check_answered(
-                content, [pending] if isinstance(pending, str) else pending, wire_messages
-            )
+            asked = [pending] if isinstance(pending, str) else pending
+            _check_answered(content, asked, wire_messages)
             pending = None
         if isinstance(content, str):  # the short form: one plain text block
             if not content and not (m.role == "assistant" and i == count - 1):
@@ -307,13 +317,19 @@ def _messages_in(
         # the API names that one first.
         try:
             if m.role == "user":
-                messages.extend(_user_turn(content, i, report))
+                turn = _user_turn(content, i, report)
+                messages.extend(turn)
+                if settled:
+                    settled = all(settles(t.content, asked) for t in turn)
             else:
                 messages.append(_assistant_turn(content, i, report))
                 pending = [b.id for b in content if type(b) is tool_use] or None
+                if settled:
+                    settled = settles(messages[-1].content)
         except ProxyError:
             _check_not_empty(content, i, count, m.role)
             raise
+    report.settled = settled
     return messages
 
 

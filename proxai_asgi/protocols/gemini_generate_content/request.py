@@ -43,6 +43,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import exact_json
+from ...checks import settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from . import signatures, wire
@@ -352,21 +353,28 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
 
     An id-less function response answers the earliest unanswered call of its name in
     the last model turn: that list is only made (``_unanswered``) when a turn needs it,
-    from the turn's parts and the ids answered since, as if kept all along."""
+    from the turn's parts and the ids answered since, as if kept all along.
+
+    ``report.settled`` tells ``checks.check_request`` it may skip its walk: the usual
+    turns hold no media and their answer names a call of the last model turn; what
+    the other paths build is looked at (``settles``)."""
     messages: list[c.Message] = []
     add = messages.append
     turn: list[c.Part] = []  # the last model turn's parts
     answered: list[str] | None = []  # the ids answered since; None once made into:
     unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
+    settled = True
     for i, content in enumerate(contents):
         role, parts = content.role, content.parts
         if role == "model":
             out: list[c.Part] = []
             calls = 0
+            other = False  # a part through the general code (media among them)
             for p in parts:
                 signature, fc = p.thought_signature, p.function_call
                 if p.thought or (signature and _PACKED_LOW <= signature < _PACKED_HIGH):
                     calls += _other_part_in(p, out, i, calls, report)
+                    other = True
                 elif fc is not None:
                     if signature:  # Gemini's own: a bare reasoning part before the call
                         out.append(_Reasoning(text="", summary=True, thought_signature=signature))
@@ -381,6 +389,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     calls += 1
                 elif (text := p.text) is None:
                     calls += _other_part_in(p, out, i, calls, report)
+                    other = True
                 else:
                     if signature:
                         out.append(_Reasoning(text="", summary=True, thought_signature=signature))
@@ -391,6 +400,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                             out.append(_Text(text=text))
             add(_Message(role="assistant", content=out))
             turn, answered = out, []
+            if other and settled:
+                settled = settles(out)
         elif not role or role == "user" or role == "function":
             if len(parts) == 1:  # the usual user turns, as _user_turn makes them
                 p = parts[0]
@@ -410,6 +421,10 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         answered.append(call_id)
                     else:
                         _answer(unanswered, call_id)
+                    if settled and not (
+                        turn and type(last := turn[-1]) is _ToolCall and last.id == call_id
+                    ):  # (the usual answer names the turn's last call)
+                        settled = call_id in _calls_of(turn)
                     result = _ToolResult(
                         call_id=call_id, content=[_Text(text=output)] if output else []
                     )
@@ -417,11 +432,20 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     continue
             if answered is not None:
                 unanswered, answered = _unanswered(turn, answered), None
+            made = len(messages)
             _user_turn(parts, i, unanswered, report, messages)
+            if settled:
+                asked = _calls_of(turn)
+                settled = all(settles(m.content, asked) for m in messages[made:])
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)
+    report.settled = settled
     return messages
+
+
+def _calls_of(turn: list[c.Part]) -> set[str]:
+    return {p.id for p in turn if type(p) is c.ToolCall}
 
 
 def _unanswered(turn: list[c.Part], answered: list[str]) -> list[tuple[str, str]]:

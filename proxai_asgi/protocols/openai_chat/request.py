@@ -11,6 +11,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import exact_json, ids, policy, reasoning_carry
+from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -350,20 +351,22 @@ def _messages_in(
     (system messages between them aside) share one. The walk also does the cheap part
     of ``validate.check_messages``, which it would otherwise repeat: it tracks the calls
     awaiting their tool message and notes anything that check rejects; only then is the
-    check run, to raise its 400."""
+    check run, to raise its 400. A tool message that answers a pending call, with no
+    media, leaves ``report.settled`` (``checks.check_request`` need not walk again)."""
     system: list[c.Text] = []
     messages: list[c.Message] = []
     customs: set[str] = set()  # the call ids whose latest call is a custom tool's
     pending: dict[str, int] = {}  # call ids awaiting their tool message -> position
     suspect = False  # something check_messages rejects was seen
+    settled = True  # no media so far, every result answering a call
     tools: list[c.Part] | None = None
     user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
     for i, m in enumerate(ms):
         if type(m) is tool_message:
             call_id = m.tool_call_id
-            if pending:
-                pending.pop(call_id, None)
+            if not pending or pending.pop(call_id, None) is None:
+                settled = False  # (it may answer an earlier call: check_request looks)
             content = m.content
             r = result(
                 call_id=call_id,
@@ -371,6 +374,8 @@ def _messages_in(
                 if type(content) is str
                 else _tool_content(content, i),
             )
+            if settled and type(content) is not str:
+                settled = settles(r.content)
             if customs and call_id in customs:
                 r.kind = "custom"
             if tools is None:
@@ -442,6 +447,8 @@ def _messages_in(
                 messages.append(message(role="user", content=[text(text=words)]))
             else:
                 messages.append(message(role="user", content=_user_content(words, i)))
+                if settled:
+                    settled = settles(messages[-1].content)
             tools = None
         elif type(m) is w.SystemMessage or type(m) is w.DeveloperMessage:
             system.extend(_text_parts(m.content))
@@ -456,6 +463,7 @@ def _messages_in(
             report.drop("messages.name")
     if suspect or pending or not messages:
         validate.check_messages(ms)  # raises the 400 (or finds all well after all)
+    report.settled = settled
     return system, messages
 
 

@@ -10,6 +10,7 @@ from msgspec import Raw
 
 from ... import canonical as c
 from ... import exact_json, ids, policy, reasoning_carry
+from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -366,8 +367,10 @@ def _input_messages(
     message, call, output = w.MessageItem, w.FunctionCallItem, w.FunctionCallOutputItem
     assistant_text, input_text = w.AssistantText, w.InputText
     tool_call, tool_result, text, new_message = c.ToolCall, c.ToolResult, c.Text, c.Message
-    calls: list[str] = []  # every call's id, in order, and every output's
+    # every call's id, in order (a dict: each once), and every output's
+    calls: dict[str, None] = {}
     answered: set[str] = set()
+    settled = True  # no media so far (see ``report.settled``)
     # Items come typed from the one-parse decoder, raw from the general path (decoded
     # one at a time, as the walk reaches them, so errors keep the items' order).
     typed = enumerate(input) if type(input[0]) is not Raw else _decoded_items(input, report)
@@ -384,7 +387,7 @@ def _input_messages(
                 messages.append(new_message(role="assistant", content=turn))
             else:
                 turn.append(part)
-            calls.append(item.call_id)
+            calls[item.call_id] = None
         elif type(item) is output:
             out = item.output
             answered.add(item.call_id)
@@ -394,6 +397,8 @@ def _input_messages(
                 if type(out) is str
                 else _parts(out, i, "output"),
             )
+            if settled and type(out) is not str:
+                settled = settles(part.content)
             if role != "tool":
                 role, turn = "tool", [part]
                 messages.append(new_message(role="tool", content=turn))
@@ -407,6 +412,8 @@ def _input_messages(
                 else:
                     _user_parts_only(content, i)
                     turn = _parts(content, i)
+                    if settled:
+                        settled = settles(turn)
                 role = "user"
                 messages.append(new_message(role="user", content=turn))
             elif item.role == "assistant":
@@ -415,6 +422,8 @@ def _input_messages(
                     said: list[c.Part] = [text(text=only.text)]  # the usual one: output_text
                 else:
                     said = _parts(content, i)
+                    if settled:
+                        settled = settles(said)
                 if role != "assistant":
                     role, turn = "assistant", said
                     messages.append(new_message(role="assistant", content=turn))
@@ -438,14 +447,15 @@ def _input_messages(
                     item_id=item.id,
                 )
             )
-            calls.append(item.call_id)
+            calls[item.call_id] = None
         elif type(item) is w.CustomToolCallOutputItem:
             turn = _turn(messages, "tool")
             role = "tool"
             answered.add(item.call_id)
-            turn.append(
-                c.ToolResult(call_id=item.call_id, content=_output(item.output, i), kind="custom")
-            )
+            answer = _output(item.output, i)
+            turn.append(c.ToolResult(call_id=item.call_id, content=answer, kind="custom"))
+            if settled:
+                settled = settles(answer)
         else:
             assert type(item) is w.ItemReference
             report.reject(
@@ -459,6 +469,11 @@ def _input_messages(
                 raise ProxyError.invalid(
                     f"No tool output found for function call {call_id}.", param="input"
                 )
+    # Every output answers a call: when not lossy the check above leaves only
+    # the count to compare.
+    report.settled = settled and (
+        len(answered) == len(calls) if not report.lossy else calls.keys() >= answered
+    )
     return messages
 
 
