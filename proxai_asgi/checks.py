@@ -119,6 +119,14 @@ def settles(parts: list[c.Part], asked: Container[str] = ()) -> bool:
     return True
 
 
+def settle(messages: list[c.Message], asked: Container[str] = ()) -> bool:
+    """``settles`` for each of ``messages`` (the turns one wire message became)."""
+    for m in messages:  # noqa: SIM110 (a loop: no generator made per turn)
+        if not settles(m.content, asked):
+            return False
+    return True
+
+
 def _unanswered(p: c.ToolResult) -> None:
     raise ProxyError.invalid(
         f"tool result for call id {p.call_id!r} answers no tool call in the "

@@ -37,7 +37,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import exact_json, ids, reasoning_carry
-from ...checks import settles
+from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -320,7 +320,7 @@ def _messages_in(
                 turn = _user_turn(content, i, report)
                 messages.extend(turn)
                 if settled:
-                    settled = all(settles(t.content, asked) for t in turn)
+                    settled = settle(turn, asked)
             else:
                 messages.append(_assistant_turn(content, i, report))
                 pending = [b.id for b in content if type(b) is tool_use] or None

@@ -43,7 +43,7 @@ import msgspec
 
 from ... import canonical as c
 from ... import exact_json
-from ...checks import settles
+from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from . import signatures, wire
@@ -364,6 +364,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     answered: list[str] | None = []  # the ids answered since; None once made into:
     unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
     settled = True
+    made: str | None = None  # the id of the latest call made (the one the usual answer names)
     for i, content in enumerate(contents):
         role, parts = content.role, content.parts
         if role == "model":
@@ -381,7 +382,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     args = fc.args
                     out.append(
                         _ToolCall(
-                            id=fc.id or call_id_for_history(i, calls),
+                            id=(made := fc.id or call_id_for_history(i, calls)),
                             name=fc.name,
                             arguments=(_EMPTY_ARGS if args is None else _encode(args)).decode(),
                         )
@@ -421,9 +422,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         answered.append(call_id)
                     else:
                         _answer(unanswered, call_id)
-                    if settled and not (
-                        turn and type(last := turn[-1]) is _ToolCall and last.id == call_id
-                    ):  # (the usual answer names the turn's last call)
+                    if call_id != made and settled:
                         settled = call_id in _calls_of(turn)
                     result = _ToolResult(
                         call_id=call_id, content=[_Text(text=output)] if output else []
@@ -432,11 +431,10 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     continue
             if answered is not None:
                 unanswered, answered = _unanswered(turn, answered), None
-            made = len(messages)
+            start = len(messages)
             _user_turn(parts, i, unanswered, report, messages)
             if settled:
-                asked = _calls_of(turn)
-                settled = all(settles(m.content, asked) for m in messages[made:])
+                settled = settle(messages[start:], _calls_of(turn))
         else:
             path = f"contents[{i}].role"
             raise ProxyError.invalid(f"{path}: expected 'user' or 'model', got {role!r}", path)

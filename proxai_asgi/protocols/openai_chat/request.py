@@ -368,14 +368,12 @@ def _messages_in(
             if not pending or pending.pop(call_id, None) is None:
                 settled = False  # (it may answer an earlier call: check_request looks)
             content = m.content
-            r = result(
-                call_id=call_id,
-                content=([text(text=content)] if content else [])
-                if type(content) is str
-                else _tool_content(content, i),
-            )
-            if settled and type(content) is not str:
-                settled = settles(r.content)
+            if type(content) is str:
+                r = result(call_id=call_id, content=[text(text=content)] if content else [])
+            else:
+                r = result(call_id=call_id, content=_tool_content(content, i))
+                if settled:
+                    settled = settles(r.content)
             if customs and call_id in customs:
                 r.kind = "custom"
             if tools is None:

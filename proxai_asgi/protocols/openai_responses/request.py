@@ -391,14 +391,13 @@ def _input_messages(
         elif type(item) is output:
             out = item.output
             answered.add(item.call_id)
-            part = tool_result(
-                call_id=item.call_id,
-                content=([text(text=out)] if out else [])
-                if type(out) is str
-                else _parts(out, i, "output"),
-            )
-            if settled and type(out) is not str:
-                settled = settles(part.content)
+            if type(out) is str:
+                got: list[c.Part] = [text(text=out)] if out else []
+            else:
+                got = _parts(out, i, "output")
+                if settled:
+                    settled = settles(got)
+            part = tool_result(call_id=item.call_id, content=got)
             if role != "tool":
                 role, turn = "tool", [part]
                 messages.append(new_message(role="tool", content=turn))
