@@ -356,8 +356,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     from the turn's parts and the ids answered since, as if kept all along.
 
     ``report.settled`` tells ``checks.check_request`` it may skip its walk: the usual
-    turns hold no media and their answer names a call of the last model turn; what
-    the other paths build is looked at (``settles``)."""
+    turns hold no media and their answer names the latest call made (else one of the
+    last model turn's); what the other paths build is looked at (``settles``)."""
     messages: list[c.Message] = []
     add = messages.append
     turn: list[c.Part] = []  # the last model turn's parts

@@ -351,8 +351,9 @@ def _messages_in(
     (system messages between them aside) share one. The walk also does the cheap part
     of ``validate.check_messages``, which it would otherwise repeat: it tracks the calls
     awaiting their tool message and notes anything that check rejects; only then is the
-    check run, to raise its 400. A tool message that answers a pending call, with no
-    media, leaves ``report.settled`` (``checks.check_request`` need not walk again)."""
+    check run, to raise its 400. ``report.settled`` says whether every tool message
+    answered a pending call and no part was media (``checks.check_request`` need not
+    walk again)."""
     system: list[c.Text] = []
     messages: list[c.Message] = []
     customs: set[str] = set()  # the call ids whose latest call is a custom tool's
