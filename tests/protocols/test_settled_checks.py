@@ -24,9 +24,10 @@ from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
 from tests.helpers.full_check import full_check
 
-# Conversation steps: ("user", parts), ("assistant", text, call ids),
+# Conversation steps: ("user", parts), ("assistant", text, call ids, extras),
 # ("results", [(call id, content)], trailing user parts). A part or a result's
-# content: ("text", s), ("image", base64 data), ("file", base64 data), ("url", url).
+# content: ("text", s), ("image", base64 data), ("file", base64 data), ("url", url);
+# an assistant's extras: ("think", s) (reasoning in the protocol's shape) or media.
 Part = tuple[str, str]
 Step = tuple[Any, ...]
 
@@ -60,7 +61,8 @@ def conversations(draw: st.DrawFn) -> list[Step]:
     for _ in range(draw(st.integers(0, 5))):
         calls = draw(st.lists(st.sampled_from(_IDS), max_size=2, unique=True))
         said = draw(st.sampled_from(["", "let me look"]))
-        steps.append(("assistant", said or ("" if calls else "hm"), calls))
+        extras = draw(st.lists(st.just(("think", "hmm")) | _media, max_size=2))
+        steps.append(("assistant", said or ("" if calls else "hm"), calls, extras))
         if not calls:
             steps.append(("user", draw(_plain | _parts)))
             continue
@@ -100,7 +102,13 @@ def _anthropic(steps: list[Step], choice: str | None) -> dict[str, Any]:
             content: Any = parts[0][1] if plain else [_anthropic_part(p) for p in parts]
             messages.append({"role": "user", "content": content})
         elif step[0] == "assistant":
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": step[1]}] if step[1] else []
+            blocks: list[dict[str, Any]] = [
+                {"type": "thinking", "thinking": x[1], "signature": "sig"}
+                if x[0] == "think"
+                else _anthropic_part(x)
+                for x in step[3]
+            ]
+            blocks += [{"type": "text", "text": step[1]}] if step[1] else []
             blocks += [{"type": "tool_use", "id": i, "name": "f", "input": {}} for i in step[2]]
             messages.append({"role": "assistant", "content": blocks})
         else:
@@ -152,6 +160,8 @@ def _chat(steps: list[Step], choice: str | None) -> dict[str, Any]:
             messages.append({"role": "user", "content": content})
         elif step[0] == "assistant":
             m: dict[str, Any] = {"role": "assistant", "content": step[1] or None}
+            if ("think", "hmm") in step[3]:  # (a Chat assistant holds no media)
+                m["reasoning_content"] = "hmm"
             if step[2]:
                 m["tool_calls"] = [
                     {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}}
@@ -191,8 +201,13 @@ def _responses(steps: list[Step], choice: str | None) -> dict[str, Any]:
             content = [_responses_part(p) for p in step[1]]
             items.append({"type": "message", "role": "user", "content": content})
         elif step[0] == "assistant":
-            if step[1]:
-                said = [{"type": "output_text", "text": step[1]}]
+            for x in step[3]:
+                if x[0] == "think":
+                    summary = [{"type": "summary_text", "text": x[1]}]
+                    items.append({"type": "reasoning", "summary": summary})
+            said = [_responses_part(x) for x in step[3] if x[0] != "think"]
+            said += [{"type": "output_text", "text": step[1]}] if step[1] else []
+            if said:
                 items.append({"type": "message", "role": "assistant", "content": said})
             items += [
                 {"type": "function_call", "call_id": i, "name": "f", "arguments": "{}"}
@@ -232,7 +247,11 @@ def _gemini(steps: list[Step], choice: str | None) -> dict[str, Any]:
         if step[0] == "user":
             contents.append({"role": "user", "parts": [_gemini_part(p) for p in step[1]]})
         elif step[0] == "assistant":
-            parts: list[dict[str, Any]] = [{"text": step[1]}] if step[1] else []
+            parts: list[dict[str, Any]] = [
+                {"text": x[1], "thought": True} if x[0] == "think" else _gemini_part(x)
+                for x in step[3]
+            ]
+            parts += [{"text": step[1]}] if step[1] else []
             parts += [{"functionCall": {"id": i, "name": "f", "args": {}}} for i in step[2]]
             contents.append({"role": "model", "parts": parts})
         else:
@@ -309,9 +328,9 @@ def test_a_vouched_request_is_checked_as_the_full_walk_checks_it(
 
 _LOOP: list[Step] = [
     ("user", [("text", "fix it")]),
-    ("assistant", "let me look", ["c1"]),
+    ("assistant", "let me look", ["c1"], []),
     ("results", [("c1", [("text", "done")])], []),
-    ("assistant", "and this", ["c2"]),
+    ("assistant", "and this", ["c2"], [("think", "hmm")]),
     ("results", [("c2", [("text", "done")])], [("text", "next")]),
 ]
 
