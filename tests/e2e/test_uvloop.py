@@ -5,9 +5,10 @@ uvloop's transports are not ``asyncio.Transport`` subclasses, and httptools fram
 bodies and reports disconnects its own way; the default transport (the lean pool)
 once answered every request with a 500 there. Here: each pair of Chat and Anthropic
 (two pass-throughs, two translations), over the HTTP upstream and the wrapped app,
-streamed and not, through the official SDKs; the pass-through's bytes; and (in
-``test_http1_tls.py``, ``test_passthrough.py`` and ``test_translated_faults.py``) TLS
-upstreams, a refused certificate and client disconnects on the same server."""
+streamed and not, through the official SDKs, and a pass-through's bytes. On the same
+server elsewhere: https upstreams and a refused certificate (``test_http1_tls.py``),
+client disconnects (``test_passthrough.py``, ``test_translated_faults.py``) and the
+Responses WebSocket tool loop (``test_responses_websocket.py``)."""
 
 from __future__ import annotations
 
