@@ -42,7 +42,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json
+from ... import exact_json, json_objects
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from . import signatures, wire
@@ -799,10 +799,11 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
 
 
 # Bound once: the encode's inner loops look these up for every part.
-_FunctionCall, _FunctionResponse = wire.FunctionCall, wire.FunctionResponse
+_CallOut = wire.CallOut
+_ResponseOut, _Output = wire.ResponseOut, wire.Output
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
-_decode_json = _json.decode
+_RAW_OBJECTS = json_objects.RAW_OBJECTS
 _DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
 _OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
@@ -819,7 +820,7 @@ def _contents_out(
     last: wire.UpstreamContent | None = None
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
-    answers: list[wire.FunctionResponse] = []  # named once every call is known
+    answers: list[wire.UpstreamResponse] = []  # named once every call is known
     mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
     for m in messages:
         parts: list[wire.UpstreamPart] = []
@@ -830,16 +831,13 @@ def _contents_out(
                 if type(p) is _ToolCall:
                     call_id, arguments = p.id, p.arguments
                     names[call_id] = name = p.name
-                    try:  # the usual arguments: a JSON object (_args_out says the rest)
-                        args = _decode_json(arguments) if arguments and p.kind == "function" else 0
-                    except (msgspec.DecodeError, ValueError):
-                        args = 0
                     part: wire.UpstreamPart = _CallPart(
-                        thought_signature=_SKIP_VALIDATOR if first else None,
-                        function_call=_FunctionCall(
-                            name=name,
-                            args=args if type(args) is dict else _args_out(arguments, p.kind),
-                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        _SKIP_VALIDATOR if first else None,
+                        _CallOut(
+                            name,
+                            (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                            or _call_args(arguments, p.kind),
+                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),
                     )
                     first = False
@@ -862,10 +860,10 @@ def _contents_out(
                         and not (_OBJECT_LOW <= text.text < _OBJECT_HIGH)  # no "{" first
                         and not p.is_error
                     ):
-                        response = _FunctionResponse(
-                            name=call_id,  # until every call's name is known
-                            response={"output": text.text},  # as result_response_out
-                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        response = _ResponseOut(
+                            call_id,  # the name, once every call's name is known
+                            _Output(text.text),  # as result_response_out
+                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
                         answers.append(response)
                         parts.append(_ResponsePart(response))
@@ -897,6 +895,16 @@ def _not_a_response(p: wire.UpstreamPart) -> bool:
     return type(p) is not wire.ResponsePart
 
 
+def _call_args(arguments: str, kind: str) -> msgspec.Raw | dict[str, Any]:
+    """A call's ``args``: a function's JSON object kept encoded (``json_objects``);
+    what ``_args_out`` makes of anything else (a custom tool's input, an error)."""
+    if kind == "function":
+        return _RAW_OBJECTS.get(arguments) or json_objects.remember(
+            arguments, _args_out(arguments, kind)
+        )
+    return _args_out(arguments, kind)
+
+
 def _args_out(arguments: str, kind: str) -> dict[str, Any]:
     if kind == "custom":
         return {"input": arguments}
@@ -923,11 +931,12 @@ def _model_out(
             call_id = p.id
             names[call_id] = p.name
             part = _CallPart(
-                function_call=_FunctionCall(
-                    name=p.name,
-                    args=_args_out(p.arguments, p.kind),
-                    id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
-                )
+                None,
+                _CallOut(
+                    p.name,
+                    _call_args(p.arguments, p.kind),
+                    None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                ),
             )
             if calls == 0 and pending is None:
                 pending = _SKIP_VALIDATOR  # a call Gemini did not make
@@ -984,7 +993,7 @@ def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str,
 def _user_out(
     m: c.Message,
     names: dict[str, str],
-    answers: list[wire.FunctionResponse],
+    answers: list[wire.UpstreamResponse],
     report: TranslationReport,
 ) -> list[wire.UpstreamPart]:
     out: list[wire.UpstreamPart] = []
@@ -997,7 +1006,7 @@ def _user_part_out(
     p: c.Part,
     out: list[wire.UpstreamPart],
     names: dict[str, str],
-    answers: list[wire.FunctionResponse],
+    answers: list[wire.UpstreamResponse],
     report: TranslationReport,
 ) -> None:
     """A part of a user (or tool) message appended to ``out``; a function response's
