@@ -142,6 +142,7 @@ def forget() -> None:
     for name in ("_SAFE_IDS", "_ARGUMENTS_IN"):
         getattr(request, name, {}).clear()
     json_objects.RAW_OBJECTS.clear()
+    json_objects.ARGUMENTS.clear()
 
 
 def timed(fn: Callable[[bytes], bytes], body: bytes, cold: bool = False) -> float:

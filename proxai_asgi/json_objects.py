@@ -1,5 +1,5 @@
-"""Tool call arguments kept encoded, for the upstream bodies that carry them as a JSON
-object (Anthropic's ``tool_use.input``, Gemini's ``functionCall.args``).
+"""Tool call arguments kept encoded, for the bodies that carry them as a JSON object
+(Anthropic's ``tool_use.input``, Gemini's ``functionCall.args``).
 
 Canonical arguments are JSON text; such an upstream wants the object. An agent loop
 resends every call each turn, so decoding the text to a dict only to encode that dict
@@ -33,3 +33,24 @@ def remember(arguments: str, value: dict[str, Any]) -> msgspec.Raw:
             RAW_OBJECTS.clear()
         RAW_OBJECTS[arguments] = raw
     return raw
+
+
+# The other way: a call's object as a client wrote it (kept raw by the decoder) as
+# canonical arguments, the text ``encode(decode(raw))``. Keyed by a copy of the bytes
+# (never a view into the body); bounded as above.
+ARGUMENTS: dict[bytes, str] = {}
+ARGUMENTS_MAX = 2048
+ARGUMENT_MAX_BYTES = 512
+
+_decode = msgspec.json.Decoder().decode
+
+
+def arguments(raw: bytes) -> str:
+    """``raw`` (the JSON text of an object) as canonical arguments, remembered when
+    short."""
+    text = _encode(_decode(raw)).decode()
+    if len(raw) <= ARGUMENT_MAX_BYTES:
+        if len(ARGUMENTS) >= ARGUMENTS_MAX:
+            ARGUMENTS.clear()
+        ARGUMENTS[raw] = text
+    return text

@@ -163,9 +163,17 @@ def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
     fast = _decode_camel(body)
-    if fast is None:
-        return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
-    return to_canonical(fast[0], report, model, stream, fast[1])
+    if fast is not None:
+        try:
+            return to_canonical(fast[0], report, model, stream, fast[1])
+        except (_Decline, ProxyError):
+            pass  # the general path names the error (it checks every call's args first)
+    return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+
+
+class _Decline(Exception):
+    """A call's raw ``args`` (the fast decode) that are not an object: the general
+    path's typed decode says what is wrong."""
 
 
 # The fast path: a body written in camelCase only (what every SDK sends) decodes
@@ -215,7 +223,15 @@ def _strict_decoder() -> msgspec.json.Decoder[wire.GenerateContentRequest]:
     """Built by the first Gemini client body (the strict classes and their decoder
     cost ~2 ms at import, which a Gemini upstream alone never needs). Its ``tools`` are
     left as raw JSON, for ``_tools_decoders``."""
-    strict = _strict(wire.GenerateContentRequest, {})
+    # A call's ``args`` are kept raw (``_arguments_in``), not decoded to a dict only to
+    # be encoded again as canonical arguments.
+    raw_args = msgspec.defstruct(
+        "StrictRawArgsCall",
+        [("args", msgspec.Raw, msgspec.Raw())],
+        bases=(wire.FunctionCall,),
+        forbid_unknown_fields=True,
+    )
+    strict = _strict(wire.GenerateContentRequest, {wire.FunctionCall: raw_args})
     raw_tools = msgspec.defstruct(
         "StrictRawToolsRequest",
         [("tools", msgspec.Raw, msgspec.Raw())],
@@ -333,6 +349,7 @@ def _system_in(content: wire.Content | None) -> list[c.Text]:
         return []
     out: list[c.Text] = []
     for j, p in enumerate(content.parts):
+        _args_in(p)
         if p.text is None:
             path = f"systemInstruction.parts[{j}]"
             raise ProxyError.invalid(f"{path}: a system instruction holds only text", path)
@@ -370,12 +387,17 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                 elif fc is not None:
                     if signature:  # Gemini's own: a bare reasoning part before the call
                         out.append(_Reasoning(text="", summary=True, thought_signature=signature))
-                    args = fc.args
+                    args: Any = fc.args  # a Raw from the fast decode
+                    if type(args) is _Raw:
+                        key = bytes(args)
+                        arguments = _ARGUMENTS.get(key) or _arguments_in(key)
+                    else:
+                        arguments = (_EMPTY_ARGS if args is None else _encode(args)).decode()
                     out.append(
                         _ToolCall(
                             id=fc.id or call_id_for_history(i, calls),
                             name=fc.name,
-                            arguments=(_EMPTY_ARGS if args is None else _encode(args)).decode(),
+                            arguments=arguments,
                         )
                     )
                     calls += 1
@@ -392,8 +414,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             add(_Message(role="assistant", content=out))
             turn, answered = out, []
         elif not role or role == "user" or role == "function":
-            if len(parts) == 1:  # the usual user turns, as _user_turn makes them
-                p = parts[0]
+            if len(parts) == 1 and (p := parts[0]).function_call is None:
+                # the usual user turns, as _user_turn makes them
                 fr = p.function_response
                 if fr is None:
                     if p.text and not p.thought:  # a text
@@ -453,6 +475,29 @@ def _prefix_range(prefix: str) -> tuple[str, str]:
 _PACKED_LOW, _PACKED_HIGH = _prefix_range(signatures.PACKED_HEAD)
 _encode = _encoder.encode
 _EMPTY_ARGS = b"{}"
+_Raw, _ARGUMENTS = msgspec.Raw, json_objects.ARGUMENTS
+
+
+def _arguments_in(raw: bytes) -> str:
+    """A call's raw ``args`` as canonical arguments (``{}`` when absent or null)."""
+    if raw[:1] == b"{":
+        return json_objects.arguments(raw)
+    if not raw or raw == b"null":
+        return "{}"
+    raise _Decline
+
+
+def _args_in(p: wire.Part) -> None:
+    """A part's call with the fast decode's raw ``args`` given the general path's
+    (a dict, or None), for the code that reads them as such; the fast path declines
+    args that are not an object wherever a call is (the general path's typed decode
+    rejects them even where nothing reads them)."""
+    fc = p.function_call
+    args: Any = fc.args if fc is not None else None
+    if type(args) is _Raw:
+        raw = bytes(args)
+        _arguments_in(raw)  # declines what is not an object
+        fc.args = _json.decode(raw) if raw[:1] == b"{" else None  # type: ignore[union-attr]
 
 
 def _media_in(p: wire.Part) -> c.Part | None:
@@ -474,6 +519,7 @@ def _other_part_in(
 ) -> int:
     """A model turn's part that is not text or a plain function call (a thought, a
     carrier we packed, media), through ``parts_in``; returns its call count."""
+    _args_in(p)
 
     def other(p: wire.Part) -> c.Part | None:
         media = _media_in(p)
@@ -517,6 +563,8 @@ def _user_turn(
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, p in enumerate(parts):
+        if p.function_call is not None:
+            _args_in(p)
         fr = p.function_response
         if fr is not None:
             call_id = fr.id

@@ -8,10 +8,12 @@ import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi import json_objects
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.gemini_generate_content import request
 
@@ -169,7 +171,8 @@ def test_sdk_body_takes_the_fast_path_with_its_tools_renamed() -> None:
         {"functionDeclarations": [{"name": "f", "parameters": {"type": "OBJECT"}}]}
     ]
     assert req.contents[1].parts[0].function_call is not None
-    assert req.contents[1].parts[0].function_call.args == {"file_path": "a"}
+    args = req.contents[1].parts[0].function_call.args  # kept raw (_arguments_in)
+    assert msgspec.json.decode(args) == {"file_path": "a"}  # type: ignore[call-overload]
 
 
 def test_camel_case_function_declarations_are_typed_in_the_one_pass() -> None:
@@ -240,3 +243,37 @@ _usual_tools = (
 def test_typed_tools_are_those_the_general_path_converts(tools: list[Any] | None) -> None:
     raw = json.dumps({"contents": [{"parts": [{"text": "hi"}]}], "tools": tools}).encode()
     assert _outcome(_production, raw) == _outcome(_general, raw)
+
+
+# A call's ``args`` are kept raw by the fast decode (``_arguments_in``): every value,
+# wherever a call may stand, gives what the general path's typed decode gives.
+_ARGS = ["absent", "null", "{}", '{ "a" : [1, 2.50] }', '{"a":1,"a":2}', "[]", '"x"', "1", "true"]
+_PLACES = {
+    "model": lambda call: [{"role": "model", "parts": [{"text": "t"}, call]}],
+    "thought": lambda call: [{"role": "model", "parts": [{**call, "thought": True}]}],
+    "signed": lambda call: [{"role": "model", "parts": [{**call, "thoughtSignature": "c2ln"}]}],
+    "user alone": lambda call: [{"role": "user", "parts": [call]}],
+    "user with text": lambda call: [{"role": "user", "parts": [{**call, "text": "hi"}]}],
+    "user turn": lambda call: [{"role": "user", "parts": [{"text": "a"}, {**call, "text": "b"}]}],
+    "after a bad role": lambda call: [
+        {"role": "x", "parts": [{"text": "a"}]},
+        {"role": "model", "parts": [call]},
+    ],
+    "system": lambda call: [{"role": "user", "parts": [{"text": "a"}]}],
+}
+
+
+@pytest.mark.parametrize("args", _ARGS)
+@pytest.mark.parametrize("place", list(_PLACES))
+def test_raw_args_give_what_the_general_path_gives(args: str, place: str) -> None:
+    call = {"name": "f"} if args == "absent" else {"name": "f", "args": "@ARGS@"}
+    part = {"functionCall": call}
+    body: dict[str, Any] = {"contents": _PLACES[place](part)}
+    if place == "system":
+        body["systemInstruction"] = {"parts": [{"text": "s", **part}]}
+    raw = json.dumps(body).encode().replace(b'"@ARGS@"', args.encode())
+    assert request._decode_camel(raw) is not None  # the fast decode takes any args
+    json_objects.ARGUMENTS.clear()
+    expected = _outcome(_general, raw)
+    for _ in range(2):  # a miss, then a hit
+        assert _outcome(_production, raw) == expected
