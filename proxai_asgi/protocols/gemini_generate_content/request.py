@@ -386,6 +386,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     calls += _other_part_in(p, out, i, calls, report)
                 elif fc is not None:
                     if signature:  # Gemini's own: a bare reasoning part before the call
+                        if signature == _SKIP_VALIDATOR:  # (held once, not per call)
+                            signature = _SKIP_VALIDATOR
                         out.append(_Reasoning(text="", summary=True, thought_signature=signature))
                     args: Any = fc.args  # a Raw from the fast decode
                     if type(args) is _Raw:
