@@ -873,7 +873,57 @@ def _contents_out(
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
     mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
     for m in messages:
-        parts: list[wire.UpstreamPart] = []
+        # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
+        # turn of one result of one text, and an assistant turn of a text then one call,
+        # each after a turn of the other role. The same parts as the loop below makes.
+        content = m.content
+        n = len(content)
+        if n == 1:
+            if (
+                type(p := content[0]) is _ToolResult
+                and last_role == "model"
+                and m.role != "assistant"
+                and len(result := p.content) == 1
+                and type(said := result[0]) is _Text
+                and not (_OBJECT_LOW <= said.text < _OBJECT_HIGH)
+                and not p.is_error
+            ):
+                call_id = p.call_id
+                response = _ResponseOut(
+                    call_id,
+                    _Output(said.text),
+                    None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                )
+                answers.append(response)
+                last, last_role = _Content("user", [_ResponsePart(response)]), "user"
+                turns.append(last)
+                continue
+        elif (
+            n == 2
+            and type(said := content[0]) is _Text
+            and type(p := content[1]) is _ToolCall
+            and last_role != "model"
+            and said.text
+            and m.role == "assistant"
+        ):
+            call_id, arguments = p.id, p.arguments
+            names[call_id] = name = p.name
+            parts: list[wire.UpstreamPart] = [
+                _TextPart(said.text),
+                _CallPart(
+                    _SKIP_VALIDATOR,
+                    _CallOut(
+                        name,
+                        (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                        or _call_args(arguments, p.kind),
+                        None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                    ),
+                ),
+            ]
+            last, last_role = _Content("model", parts), "model"
+            turns.append(last)
+            continue
+        parts = []
         if m.role == "assistant":
             role = "model"
             first = True  # the first call gets the skip-validator signature (no Gemini's)

@@ -55,7 +55,7 @@ _others = st.sampled_from(
 _assistant = st.builds(
     c.Message,
     role=st.just("assistant"),
-    content=st.lists(st.one_of(_texts, _calls, _calls, _others), max_size=4),
+    content=st.lists(st.one_of(_texts, _calls, _calls, _others, _results), max_size=4),
 )
 _user = st.builds(
     c.Message,
@@ -183,3 +183,22 @@ def test_a_call_sends_the_args_its_arguments_decode_to(
     expected = _call_outcome(reference)
     for _ in range(2):  # a miss, then a hit
         assert _call_outcome(walked) == expected
+
+
+_CALL = c.ToolCall(id="call_1", name="f", arguments='{"a":1}')
+_RESULT = c.ToolResult(call_id="call_1", content=[c.Text(text="ok")])
+_SAID = c.Text(text="said")
+
+
+@pytest.mark.parametrize("before", [None, "assistant", "user", "tool"])
+@pytest.mark.parametrize("role", ["assistant", "user", "tool"])
+@pytest.mark.parametrize("content", [[_RESULT], [_SAID, _CALL], [_CALL, _SAID], [_SAID]])
+def test_the_whole_turns_are_what_the_general_code_makes(
+    before: str | None, role: str, content: list[c.Part]
+) -> None:
+    """The agent loop's turns built whole, in any role and after any turn."""
+    messages = [c.Message(role=role, content=content)]  # type: ignore[arg-type]
+    if before is not None:
+        earlier = [_SAID, _CALL] if before == "assistant" else [_RESULT]
+        messages.insert(0, c.Message(role=before, content=earlier))  # type: ignore[arg-type]
+    assert _outcome(request._contents_out, messages) == _outcome(_reference, messages)
