@@ -378,6 +378,43 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     for i, content in enumerate(contents):
         role, parts = content.role, content.parts
         if role == "model":
+            # An agent loop's model turn, whole: a text, then a call (signed by Gemini or
+            # not); the same parts as the loop below makes of it.
+            if len(parts) == 2:
+                said, p = parts
+                fc, signature = p.function_call, p.thought_signature
+                if (
+                    fc is not None
+                    and said.text
+                    and said.function_call is None
+                    and said.thought_signature is None
+                    and not said.thought
+                    and not p.thought
+                    and not (signature and _PACKED_LOW <= signature < _PACKED_HIGH)
+                ):
+                    call = _ToolCall(
+                        id=fc.id or call_id_for_history(i, 0),
+                        name=fc.name,
+                        arguments=_call_arguments_in(fc.args),
+                    )
+                    turn = (
+                        [_Text(text=said.text), call]
+                        if not signature
+                        else [
+                            _Text(text=said.text),
+                            _Reasoning(
+                                text="",
+                                summary=True,
+                                thought_signature=_SKIP_VALIDATOR
+                                if signature == _SKIP_VALIDATOR
+                                else signature,
+                            ),
+                            call,
+                        ]
+                    )
+                    add(_Message(role="assistant", content=turn))
+                    answered = []
+                    continue
             out: list[c.Part] = []
             calls = 0
             for p in parts:
@@ -389,17 +426,11 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         if signature == _SKIP_VALIDATOR:  # (held once, not per call)
                             signature = _SKIP_VALIDATOR
                         out.append(_Reasoning(text="", summary=True, thought_signature=signature))
-                    args: Any = fc.args  # a Raw from the fast decode
-                    if type(args) is _Raw:
-                        key = bytes(args)
-                        arguments = _ARGUMENTS.get(key) or _arguments_in(key)
-                    else:
-                        arguments = (_EMPTY_ARGS if args is None else _encode(args)).decode()
                     out.append(
                         _ToolCall(
                             id=fc.id or call_id_for_history(i, calls),
                             name=fc.name,
-                            arguments=arguments,
+                            arguments=_call_arguments_in(fc.args),
                         )
                     )
                     calls += 1
@@ -478,6 +509,15 @@ _PACKED_LOW, _PACKED_HIGH = _prefix_range(signatures.PACKED_HEAD)
 _encode = _encoder.encode
 _EMPTY_ARGS = b"{}"
 _Raw, _ARGUMENTS = msgspec.Raw, json_objects.ARGUMENTS
+
+
+def _call_arguments_in(args: Any) -> str:
+    """A call's ``args`` as canonical arguments: raw from the fast decode, a dict (or
+    None) from the general path."""
+    if type(args) is _Raw:
+        key = bytes(args)
+        return _ARGUMENTS.get(key) or _arguments_in(key)
+    return (_EMPTY_ARGS if args is None else _encode(args)).decode()
 
 
 def _arguments_in(raw: bytes) -> str:
