@@ -167,7 +167,7 @@ def decode_request(
         try:
             return to_canonical(fast[0], report, model, stream, fast[1])
         except (_Decline, ProxyError):
-            pass  # the general path names the error (it checks every call's args first)
+            pass  # the general path's error: its typed decode checks every call's args
     return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
 
 

@@ -185,7 +185,7 @@ class TextPart(_Out):
 
 class CallPart(_Out):
     thought_signature: str | None = None  # before the call, as ``Part`` sends it
-    function_call: FunctionCall | CallOut | None = None
+    function_call: CallOut | None = None
 
 
 class ResponsePart(_Out):
