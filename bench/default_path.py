@@ -22,7 +22,11 @@ it is not the bottleneck) measures, for every pair of client and upstream protoc
 Measurements of the two proxies are interleaved direction by direction.
 ``--base-tree DIR --transports default,base`` measures instead the default proxy of
 this checkout against the same proxy served from another checkout (a worktree of the
-commit to compare with), interleaved the same way.
+commit to compare with), interleaved the same way. A transport named ``NAME@uvloop``
+(``--transports default,default@uvloop``) is that proxy served by uvicorn on uvloop with
+httptools (what ``uvicorn`` picks by itself when they are installed, as
+``proxai-asgi[server]`` installs them); every other proxy, and the upstream, runs on
+asyncio with h11, named explicitly so that installing them changes nothing else.
 
     .venv/bin/python -m bench.default_path                  # --schemes http,https
 """
@@ -98,9 +102,11 @@ def process(
         proc.wait(timeout=10)
 
 
-def uvicorn(app: str, port: int, *extra: str) -> list[str]:
+def uvicorn(app: str, port: int, *extra: str, fast: bool = False) -> list[str]:
+    server = ["--loop", "uvloop", "--http", "httptools"] if fast else ["--loop", "asyncio",
+              "--http", "h11"]  # fmt: skip
     return [PY, "-m", "uvicorn", app, "--port", str(port), "--log-level", "warning",
-            "--no-access-log", *extra]  # fmt: skip
+            "--no-access-log", *server, *extra]  # fmt: skip
 
 
 def one_stream(client: httpx.Client, url: str, body: dict[str, object]) -> tuple[int, float]:
@@ -127,6 +133,13 @@ def first_event(client: httpx.Client, url: str, body: dict[str, object]) -> floa
     return first * 1000
 
 
+def user_kernel_ticks(pid: int) -> tuple[int, int]:
+    """The process's user and kernel CPU time in clock ticks (10 ms: summed over every
+    saturated stream of a proxy, enough to tell the two apart)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
 @dataclass
 class Row:
     """One client <- upstream pair through one proxy. Rates and CPU are per upstream
@@ -143,11 +156,14 @@ class Row:
     paced_cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
     first_events: list[float] = field(default_factory=list)
+    ticks: list[int] = field(default_factory=lambda: [0, 0])  # user, kernel (saturated)
 
     def stream(self, client: httpx.Client, url: str, body: dict[str, object], pid: int) -> None:
-        cpu0 = cpu_seconds(pid)
+        cpu0, ticks0 = cpu_seconds(pid), user_kernel_ticks(pid)
         _, seconds = one_stream(client, url, body)
         self.cpu += cpu_seconds(pid) - cpu0
+        for i, (a, b) in enumerate(zip(ticks0, user_kernel_ticks(pid), strict=True)):
+            self.ticks[i] += b - a
         self.events += self.upstream_events
         self.rates.append(self.upstream_events / seconds)
 
@@ -187,11 +203,12 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
         proxies: dict[str, tuple[str, int]] = {}
         for transport in args.transports:
             port = free_port()
-            penv = {**env, "BENCH_UPSTREAM": upstream, "BENCH_TRANSPORT": transport}
+            name, _, server = transport.partition("@")
+            penv = {**env, "BENCH_UPSTREAM": upstream, "BENCH_TRANSPORT": name}
             penv["SSL_CERT_FILE"] = str(certs / "ca.pem")
             # "base": this proxy as another checkout has it (uvicorn imports from cwd)
-            tree = Path(args.base_tree) if transport == "base" else ROOT
-            cmd = uvicorn("bench.default_proxy:app", port)
+            tree = Path(args.base_tree) if name == "base" else ROOT
+            cmd = uvicorn("bench.default_proxy:app", port, fast=server == "uvloop")
             proc = es.enter_context(process(cmd, port, penv, tree, cpus=proxy_cpus))
             proxies[transport] = (f"http://127.0.0.1:{port}", proc.pid)
         verify = ssl.create_default_context(cafile=str(certs / "ca.pem"))
@@ -304,6 +321,16 @@ def report(res: Results) -> None:
             f"{res.scheme} {t}: worst translated / pass-through {worst[0]:.2f}x saturated, "
             f"{worst[1]:.2f}x paced; worst proxy CPU {worst[2]:.1f} µs/event saturated; "
             f"worst added p50 {worst[3]:+.2f} ms, first event {worst[4]:+.2f} ms"
+        )
+        rows = [r for (t2, _, _), r in res.rows.items() if t2 == t]
+        user, kernel = (sum(r.ticks[i] for r in rows) for i in (0, 1))
+        per_event = sum(r.cpu for r in rows) / sum(r.events for r in rows) * 1e6
+        kernel_share = kernel / max(1, user + kernel)
+        print(
+            f"{res.scheme} {t}: proxy CPU per saturated event, all pairs: {per_event:.1f} µs, "
+            f"{per_event * (1 - kernel_share):.1f} in the process's own code (user) and "
+            f"{per_event * kernel_share:.1f} in the kernel ({kernel_share:.0%}: socket reads "
+            "and writes, loopback TCP)"
         )
         print(
             f"{res.scheme} {t}: median translated / pass-through {statistics.median(ratios):.2f}x "

@@ -136,10 +136,13 @@ def floor(body: bytes) -> bytes:
 
 def forget() -> None:
     """Empty the codecs' content-keyed look-ups (those a tree has)."""
+    from proxai_asgi import json_objects
     from proxai_asgi.protocols.anthropic_messages import request
 
-    for name in ("_SAFE_IDS", "_ARGUMENTS_IN", "_RAW_INPUTS"):
+    for name in ("_SAFE_IDS", "_ARGUMENTS_IN"):
         getattr(request, name, {}).clear()
+    json_objects.RAW_OBJECTS.clear()
+    json_objects.ARGUMENTS.clear()
 
 
 def timed(fn: Callable[[bytes], bytes], body: bytes, cold: bool = False) -> float:

@@ -33,6 +33,7 @@ import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import cast
 from urllib.parse import urlsplit
 
 from .errors import ProxyError
@@ -68,8 +69,9 @@ class _Wire(asyncio.Protocol):
         self.on_data: Callable[[bytes], None] | None = None  # set while draining
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A cast, not an isinstance check: uvloop's transports (what uvicorn runs on
+        # when uvloop is installed) have the methods but not the base class.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.on_data is not None:

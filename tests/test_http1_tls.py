@@ -28,7 +28,7 @@ from proxai_asgi.cli import build_app, build_parser
 from proxai_asgi.errors import ProxyError
 from proxai_asgi.http1 import Http1Pool
 from proxai_asgi.tls import client_context
-from tests.helpers.servers import FakeUpstream, reply_from_capture, serve
+from tests.helpers.servers import FakeUpstream, Server, reply_from_capture, serve
 from tests.reliability._shapes import error_message
 from tests.test_http1 import OK, Seen, answer_ok, fetch, run, send_chunked
 
@@ -227,13 +227,19 @@ def _recording_peers(app: Any) -> Any:
     return wrapped
 
 
-TRANSPORTS = pytest.mark.parametrize("lean", [True, False], ids=["default", "httpx"])
+# The middleware's transport, and the server's loop: uvicorn runs on uvloop (with
+# httptools) by itself when they are installed, as ``proxai-asgi[server]`` installs them.
+TRANSPORTS = pytest.mark.parametrize(
+    ("lean", "server"),
+    [(True, "asyncio"), (False, "asyncio"), (True, "uvloop")],
+    ids=["default", "httpx", "default-uvloop"],
+)
 
 
 @TRANSPORTS
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 def test_default_middleware_translates_over_https(
-    tls_upstream: tuple[FakeUpstream, str], ca_file: str, stream: bool, lean: bool
+    tls_upstream: tuple[FakeUpstream, str], ca_file: str, stream: bool, lean: bool, server: Server
 ) -> None:
     """The default transport (the lean pool) and httpx (``lean_http=False``) honour
     the upstream's ``verify`` alike."""
@@ -243,7 +249,7 @@ def test_default_middleware_translates_over_https(
     up = Upstream("openai_chat_completions", url + "/v1", "sk-test", verify=ca_file)
     mw = ProxaiMiddleware(_no_app, upstream=up, **({} if lean else {"lean_http": False}))
     assert (mw.lean is not None) is lean
-    with serve(mw, close_app=True) as base:
+    with serve(mw, close_app=True, server=server) as base:
         client = anthropic.Anthropic(base_url=base, api_key="x", max_retries=0)
         for turn in range(2):
             if turn and stream and lean:  # a stream's connection is parked once read out
@@ -275,12 +281,12 @@ def test_default_middleware_translates_over_https(
 @TRANSPORTS
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 def test_an_untrusted_https_upstream_is_a_502_in_each_clients_shape(
-    tls_upstream: tuple[FakeUpstream, str], stream: bool, lean: bool
+    tls_upstream: tuple[FakeUpstream, str], stream: bool, lean: bool, server: Server
 ) -> None:
     fake, url = tls_upstream
     up = Upstream("anthropic_messages", url, "sk-test")  # default trust: certifi
     options = {} if lean else {"lean_http": False}
-    with serve(ProxaiMiddleware(_no_app, upstream=up, **options)) as base:
+    with serve(ProxaiMiddleware(_no_app, upstream=up, **options), server=server) as base:
         chat_client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
         with pytest.raises(openai.APIStatusError) as chat:
             chat_client.chat.completions.create(

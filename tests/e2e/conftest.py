@@ -60,6 +60,7 @@ class Stack:
             mw_options = {
                 k: options.pop(k) for k in ("max_body_size", "prefix", "lean_http") if k in options
             }
+            server = options.pop("server", "asyncio")  # the proxy's: uvicorn on asyncio or uvloop
             if inner:
                 up = Upstream.inner_app(protocol, **options)
                 app = ProxaiMiddleware(
@@ -75,7 +76,7 @@ class Stack:
                 app = ProxaiMiddleware(
                     _app_404, routes=[Route("*", up, model_rewrite)], **mw_options
                 )
-            url = self._proxies[key] = self._es.enter_context(serve(app))
+            url = self._proxies[key] = self._es.enter_context(serve(app, server=server))
         return url
 
 

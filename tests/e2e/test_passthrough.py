@@ -226,11 +226,12 @@ def test_client_credential_and_anthropic_headers_forwarded_without_key(
     assert seen.headers["anthropic-beta"] == "context-management-2025-06-27"
 
 
+@pytest.mark.parametrize("server", ["asyncio", "uvloop"])
 def test_client_disconnect_mid_stream_closes_the_upstream_request(
-    stack: Stack, fake: FakeUpstream
+    stack: Stack, fake: FakeUpstream, server: str
 ) -> None:
     fake.push(reply_from_capture("chat_sse_max_tokens_length", delay=0.2))
-    proxy = stack.proxy(fake, "openai_chat_completions")
+    proxy = stack.proxy(fake, "openai_chat_completions", server=server)
     with httpx.stream(
         "POST", proxy + "/v1/chat/completions", content=request_body("chat_sse_max_tokens_length")
     ) as r:

@@ -36,7 +36,7 @@ from tests.helpers.scripted_model import (
     ScriptedModel,
     transcript,
 )
-from tests.helpers.servers import serve
+from tests.helpers.servers import Server, serve
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS_BIN = REPO / ".clients" / "node_modules" / ".bin"
@@ -79,19 +79,25 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
 
 @contextlib.contextmanager
 def middleware_for(
-    model: ScriptedModel, transport: str, *, websockets: bool = False, **options: Any
+    model: ScriptedModel,
+    transport: str,
+    *,
+    websockets: bool = False,
+    server: Server = "asyncio",
+    **options: Any,
 ) -> Iterator[tuple[str, Recorder]]:
     """The middleware in front of ``model``; yields its URL and the client recorder.
 
     ``http``: the model on its own loopback server, reached with httpx.
     ``inner``: the model is the wrapped app (``Upstream.inner_app``), no network hop.
-    ``websockets``: the server also accepts WebSocket upgrades; ``options`` go to
-    ``ProxaiMiddleware``.
+    ``websockets``: the server also accepts WebSocket upgrades; ``server``: the
+    middleware's uvicorn on asyncio with h11 or on uvloop with httptools; ``options`` go
+    to ``ProxaiMiddleware``.
     """
     if transport == "inner":
         inner = Upstream.inner_app(model.protocol)
         recorder = Recorder(ProxaiMiddleware(model, upstream=inner, **options))
-        with serve(recorder, websockets=websockets) as url:
+        with serve(recorder, websockets=websockets, server=server) as url:
             yield url, recorder
         return
     with serve(model) as upstream_url:
@@ -99,7 +105,7 @@ def middleware_for(
         base = upstream_url if model.protocol in (ANTHROPIC, GEMINI) else upstream_url + "/v1"
         upstream = Upstream(model.protocol, base, "sk-upstream-key")
         recorder = Recorder(ProxaiMiddleware(_not_found, upstream=upstream, **options))
-        with serve(recorder, websockets=websockets) as url:
+        with serve(recorder, websockets=websockets, server=server) as url:
             yield url, recorder
 
 

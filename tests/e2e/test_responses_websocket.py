@@ -92,14 +92,16 @@ def socket_for() -> Iterator[Any]:
         yield open_
 
 
+@pytest.mark.parametrize("server", ["asyncio", "uvloop"])
 @pytest.mark.parametrize(("upstream", "transport"), CASES)
 def test_a_tool_loop_chains_on_the_connection(
-    socket_for: Any, upstream: ProtocolName, transport: str
+    socket_for: Any, upstream: ProtocolName, transport: str, server: str
 ) -> None:
     """Warm-up without the upstream, then a tool call and its result sent as only the
-    new item with ``previous_response_id``: the upstream gets the whole conversation."""
+    new item with ``previous_response_id``: the upstream gets the whole conversation.
+    On uvicorn's asyncio/h11 server and on its uvloop/httptools one."""
     model = ScriptedModel(upstream, COMMAND)
-    ws, _ = socket_for(model, transport)
+    ws, _ = socket_for(model, transport, server=server)
 
     ws.send(create(input=[user("print the marker")], tools=[EXEC_TOOL], generate=False))
     warm = answer(ws)

@@ -127,12 +127,15 @@ def test_upstream_stream_stall_ends_with_a_timeout_error_from_the_idle_limit(
     assert not fake.finished.is_set()
 
 
+@pytest.mark.parametrize("server", ["asyncio", "uvloop"])
 @pytest.mark.parametrize("transport", ["http", "inner"])
 def test_client_disconnect_cancels_a_translated_upstream_stream(
-    stack: Stack, fake: FakeUpstream, transport: str
+    stack: Stack, fake: FakeUpstream, transport: str, server: str
 ) -> None:
+    """Whichever server runs the middleware: uvicorn on asyncio with h11, or on uvloop
+    with httptools (each tells the app of a disconnect its own way)."""
     fake.push(reply_from_capture("chat_sse_max_tokens_length", delay=0.2))
-    base = stack.proxy(fake, "openai_chat_completions", inner=transport == "inner")
+    base = stack.proxy(fake, "openai_chat_completions", inner=transport == "inner", server=server)
     path, body = CLIENT["anthropic_messages"]
     with httpx.stream("POST", base + path, json=body) as r:
         for chunk in r.iter_raw():

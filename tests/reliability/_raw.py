@@ -177,6 +177,7 @@ class LoopServer:
             lifespan="off",
             ws="none",
             log_level=config.pop("log_level", "warning"),
+            http=config.pop("http", "h11"),  # not httptools, which the test extra installs
             **config,
         )
         self.server = uvicorn.Server(self.config)

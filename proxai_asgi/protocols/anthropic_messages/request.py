@@ -36,7 +36,7 @@ from typing import Any, Literal, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, reasoning_carry
+from ... import exact_json, ids, json_objects, reasoning_carry
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -761,7 +761,7 @@ def _messages_out(
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
     text, call, result, reasoning = c.Text, c.ToolCall, c.ToolResult, c.Reasoning
-    message, safe_ids, raw_inputs = wire.InputMessage, _SAFE_IDS, _RAW_INPUTS
+    message, safe_ids, raw_inputs = wire.InputMessage, _SAFE_IDS, json_objects.RAW_OBJECTS
     turn: wire.InputMessage | None = None  # the open turn, its blocks and role
     turn_blocks: list[wire.InputBlock] = []
     turn_user = turn_other = turn_unordered = False
@@ -955,24 +955,10 @@ def _safe_id(call_id: str) -> str:
     return safe
 
 
-# A call's arguments as Anthropic takes them (``input``: the JSON object), already
-# encoded: a look-up, not a JSON decode here and an encode of the object in the body
-# for every call of a resent conversation (an agent loop resends every call each
-# turn). ``encode(decode(arguments))``, so the bytes are those the object gives.
-# Bounded: short arguments only, cleared when full.
-_RAW_INPUTS: dict[str, msgspec.Raw] = {}
-_RAW_INPUTS_MAX = 2048
-_RAW_INPUT_MAX_CHARS = 512
-
-
 def _raw_input(arguments: str, i: int, j: int) -> msgspec.Raw:
-    """``arguments`` (of ``messages[i].content[j]``) as a tool_use ``input``."""
-    raw = msgspec.Raw(_encoder.encode(_arguments_out(arguments, i, j)))
-    if len(arguments) <= _RAW_INPUT_MAX_CHARS:
-        if len(_RAW_INPUTS) >= _RAW_INPUTS_MAX:
-            _RAW_INPUTS.clear()
-        _RAW_INPUTS[arguments] = raw
-    return raw
+    """``arguments`` (of ``messages[i].content[j]``) as a tool_use ``input``, kept
+    encoded (``json_objects``)."""
+    return json_objects.remember(arguments, _arguments_out(arguments, i, j))
 
 
 def _position(items: Sequence[object], item: object) -> int:

@@ -42,7 +42,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json
+from ... import exact_json, json_objects
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -164,9 +164,17 @@ def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
     fast = _decode_camel(body)
-    if fast is None:
-        return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
-    return to_canonical(fast[0], report, model, stream, fast[1])
+    if fast is not None:
+        try:
+            return to_canonical(fast[0], report, model, stream, fast[1])
+        except (_Decline, ProxyError):
+            pass  # the general path's error: its typed decode checks every call's args
+    return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+
+
+class _Decline(Exception):
+    """A call's raw ``args`` (the fast decode) that are not an object: the general
+    path's typed decode says what is wrong."""
 
 
 # The fast path: a body written in camelCase only (what every SDK sends) decodes
@@ -216,7 +224,15 @@ def _strict_decoder() -> msgspec.json.Decoder[wire.GenerateContentRequest]:
     """Built by the first Gemini client body (the strict classes and their decoder
     cost ~2 ms at import, which a Gemini upstream alone never needs). Its ``tools`` are
     left as raw JSON, for ``_tools_decoders``."""
-    strict = _strict(wire.GenerateContentRequest, {})
+    # A call's ``args`` are kept raw (``_arguments_in``), not decoded to a dict only to
+    # be encoded again as canonical arguments.
+    raw_args = msgspec.defstruct(
+        "StrictRawArgsCall",
+        [("args", msgspec.Raw, msgspec.Raw())],
+        bases=(wire.FunctionCall,),
+        forbid_unknown_fields=True,
+    )
+    strict = _strict(wire.GenerateContentRequest, {wire.FunctionCall: raw_args})
     raw_tools = msgspec.defstruct(
         "StrictRawToolsRequest",
         [("tools", msgspec.Raw, msgspec.Raw())],
@@ -334,6 +350,7 @@ def _system_in(content: wire.Content | None) -> list[c.Text]:
         return []
     out: list[c.Text] = []
     for j, p in enumerate(content.parts):
+        _args_in(p)
         if p.text is None:
             path = f"systemInstruction.parts[{j}]"
             raise ProxyError.invalid(f"{path}: a system instruction holds only text", path)
@@ -368,6 +385,43 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     for i, content in enumerate(contents):
         role, parts = content.role, content.parts
         if role == "model":
+            # An agent loop's model turn, whole: a text, then a call (signed by Gemini or
+            # not); the same parts as the loop below makes of it.
+            if len(parts) == 2:
+                said, p = parts
+                fc, signature = p.function_call, p.thought_signature
+                if (
+                    fc is not None
+                    and said.text
+                    and said.function_call is None
+                    and said.thought_signature is None
+                    and not said.thought
+                    and not p.thought
+                    and not (signature and _PACKED_LOW <= signature < _PACKED_HIGH)
+                ):
+                    call = _ToolCall(
+                        id=(made := fc.id or call_id_for_history(i, 0)),
+                        name=fc.name,
+                        arguments=_call_arguments_in(fc.args),
+                    )
+                    turn = (
+                        [_Text(text=said.text), call]
+                        if not signature
+                        else [
+                            _Text(text=said.text),
+                            _Reasoning(
+                                text="",
+                                summary=True,
+                                thought_signature=_SKIP_VALIDATOR
+                                if signature == _SKIP_VALIDATOR
+                                else signature,
+                            ),
+                            call,
+                        ]
+                    )
+                    add(_Message(role="assistant", content=turn))
+                    answered = []
+                    continue
             out: list[c.Part] = []
             calls = 0
             other = False  # a part through the general code (media among them)
@@ -378,13 +432,14 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     other = True
                 elif fc is not None:
                     if signature:  # Gemini's own: a bare reasoning part before the call
+                        if signature == _SKIP_VALIDATOR:  # (held once, not per call)
+                            signature = _SKIP_VALIDATOR
                         out.append(_Reasoning(text="", summary=True, thought_signature=signature))
-                    args = fc.args
                     out.append(
                         _ToolCall(
                             id=(made := fc.id or call_id_for_history(i, calls)),
                             name=fc.name,
-                            arguments=(_EMPTY_ARGS if args is None else _encode(args)).decode(),
+                            arguments=_call_arguments_in(fc.args),
                         )
                     )
                     calls += 1
@@ -404,8 +459,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             if other and settled:
                 settled = settles(out)
         elif not role or role == "user" or role == "function":
-            if len(parts) == 1:  # the usual user turns, as _user_turn makes them
-                p = parts[0]
+            if len(parts) == 1 and (p := parts[0]).function_call is None:
+                # the usual user turns, as _user_turn makes them
                 fr = p.function_response
                 if fr is None:
                     if p.text and not p.thought:  # a text
@@ -475,6 +530,38 @@ def _prefix_range(prefix: str) -> tuple[str, str]:
 _PACKED_LOW, _PACKED_HIGH = _prefix_range(signatures.PACKED_HEAD)
 _encode = _encoder.encode
 _EMPTY_ARGS = b"{}"
+_Raw, _ARGUMENTS = msgspec.Raw, json_objects.ARGUMENTS
+
+
+def _call_arguments_in(args: Any) -> str:
+    """A call's ``args`` as canonical arguments: raw from the fast decode, a dict (or
+    None) from the general path."""
+    if type(args) is _Raw:
+        key = bytes(args)
+        return _ARGUMENTS.get(key) or _arguments_in(key)
+    return (_EMPTY_ARGS if args is None else _encode(args)).decode()
+
+
+def _arguments_in(raw: bytes) -> str:
+    """A call's raw ``args`` as canonical arguments (``{}`` when absent or null)."""
+    if raw[:1] == b"{":
+        return json_objects.arguments(raw)
+    if not raw or raw == b"null":
+        return "{}"
+    raise _Decline
+
+
+def _args_in(p: wire.Part) -> None:
+    """A part's call with the fast decode's raw ``args`` given the general path's
+    (a dict, or None), for the code that reads them as such; the fast path declines
+    args that are not an object wherever a call is (the general path's typed decode
+    rejects them even where nothing reads them)."""
+    fc = p.function_call
+    args: Any = fc.args if fc is not None else None
+    if type(args) is _Raw:
+        raw = bytes(args)
+        _arguments_in(raw)  # declines what is not an object
+        fc.args = _json.decode(raw) if raw[:1] == b"{" else None  # type: ignore[union-attr]
 
 
 def _media_in(p: wire.Part) -> c.Part | None:
@@ -496,6 +583,7 @@ def _other_part_in(
 ) -> int:
     """A model turn's part that is not text or a plain function call (a thought, a
     carrier we packed, media), through ``parts_in``; returns its call count."""
+    _args_in(p)
 
     def other(p: wire.Part) -> c.Part | None:
         media = _media_in(p)
@@ -539,6 +627,8 @@ def _user_turn(
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, p in enumerate(parts):
+        if p.function_call is not None:
+            _args_in(p)
         fr = p.function_response
         if fr is not None:
             call_id = fr.id
@@ -821,10 +911,11 @@ def _system_out(system: list[c.Text]) -> wire.Content | None:
 
 
 # Bound once: the encode's inner loops look these up for every part.
-_FunctionCall, _FunctionResponse = wire.FunctionCall, wire.FunctionResponse
+_CallOut = wire.CallOut
+_ResponseOut, _Output = wire.ResponseOut, wire.Output
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
-_decode_json = _json.decode
+_RAW_OBJECTS = json_objects.RAW_OBJECTS
 _DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
 _OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
@@ -841,10 +932,60 @@ def _contents_out(
     last: wire.UpstreamContent | None = None
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
-    answers: list[wire.FunctionResponse] = []  # named once every call is known
+    answers: list[wire.UpstreamResponse] = []  # named once every call is known
     mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
     for m in messages:
-        parts: list[wire.UpstreamPart] = []
+        # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
+        # turn of one result of one text, and an assistant turn of a text then one call,
+        # each after a turn of the other role. The same parts as the loop below makes.
+        content = m.content
+        n = len(content)
+        if n == 1:
+            if (
+                type(p := content[0]) is _ToolResult
+                and last_role == "model"
+                and m.role != "assistant"
+                and len(result := p.content) == 1
+                and type(said := result[0]) is _Text
+                and not (_OBJECT_LOW <= said.text < _OBJECT_HIGH)
+                and not p.is_error
+            ):
+                call_id = p.call_id
+                response = _ResponseOut(
+                    call_id,
+                    _Output(said.text),
+                    None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                )
+                answers.append(response)
+                last, last_role = _Content("user", [_ResponsePart(response)]), "user"
+                turns.append(last)
+                continue
+        elif (
+            n == 2
+            and type(said := content[0]) is _Text
+            and type(p := content[1]) is _ToolCall
+            and last_role != "model"
+            and said.text
+            and m.role == "assistant"
+        ):
+            call_id, arguments = p.id, p.arguments
+            names[call_id] = name = p.name
+            parts: list[wire.UpstreamPart] = [
+                _TextPart(said.text),
+                _CallPart(
+                    _SKIP_VALIDATOR,
+                    _CallOut(
+                        name,
+                        (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                        or _call_args(arguments, p.kind),
+                        None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                    ),
+                ),
+            ]
+            last, last_role = _Content("model", parts), "model"
+            turns.append(last)
+            continue
+        parts = []
         if m.role == "assistant":
             role = "model"
             first = True  # the first call gets the skip-validator signature (no Gemini's)
@@ -852,16 +993,13 @@ def _contents_out(
                 if type(p) is _ToolCall:
                     call_id, arguments = p.id, p.arguments
                     names[call_id] = name = p.name
-                    try:  # the usual arguments: a JSON object (_args_out says the rest)
-                        args = _decode_json(arguments) if arguments and p.kind == "function" else 0
-                    except (msgspec.DecodeError, ValueError):
-                        args = 0
                     part: wire.UpstreamPart = _CallPart(
-                        thought_signature=_SKIP_VALIDATOR if first else None,
-                        function_call=_FunctionCall(
-                            name=name,
-                            args=args if type(args) is dict else _args_out(arguments, p.kind),
-                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        _SKIP_VALIDATOR if first else None,
+                        _CallOut(
+                            name,
+                            (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                            or _call_args(arguments, p.kind),
+                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),
                     )
                     first = False
@@ -884,10 +1022,10 @@ def _contents_out(
                         and not (_OBJECT_LOW <= text.text < _OBJECT_HIGH)  # no "{" first
                         and not p.is_error
                     ):
-                        response = _FunctionResponse(
-                            name=call_id,  # until every call's name is known
-                            response={"output": text.text},  # as result_response_out
-                            id=None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        response = _ResponseOut(
+                            call_id,  # the name, once every call's name is known
+                            _Output(text.text),  # as result_response_out
+                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
                         answers.append(response)
                         parts.append(_ResponsePart(response))
@@ -919,6 +1057,16 @@ def _not_a_response(p: wire.UpstreamPart) -> bool:
     return type(p) is not wire.ResponsePart
 
 
+def _call_args(arguments: str, kind: str) -> msgspec.Raw | dict[str, Any]:
+    """A call's ``args``: a function's JSON object kept encoded (``json_objects``);
+    what ``_args_out`` makes of anything else (a custom tool's input, an error)."""
+    if kind == "function":
+        return _RAW_OBJECTS.get(arguments) or json_objects.remember(
+            arguments, _args_out(arguments, kind)
+        )
+    return _args_out(arguments, kind)
+
+
 def _args_out(arguments: str, kind: str) -> dict[str, Any]:
     if kind == "custom":
         return {"input": arguments}
@@ -945,11 +1093,12 @@ def _model_out(
             call_id = p.id
             names[call_id] = p.name
             part = _CallPart(
-                function_call=_FunctionCall(
-                    name=p.name,
-                    args=_args_out(p.arguments, p.kind),
-                    id=None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
-                )
+                None,
+                _CallOut(
+                    p.name,
+                    _call_args(p.arguments, p.kind),
+                    None if call_id.startswith(DERIVED_CALL_PREFIX) else call_id,
+                ),
             )
             if calls == 0 and pending is None:
                 pending = _SKIP_VALIDATOR  # a call Gemini did not make
@@ -1006,7 +1155,7 @@ def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str,
 def _user_out(
     m: c.Message,
     names: dict[str, str],
-    answers: list[wire.FunctionResponse],
+    answers: list[wire.UpstreamResponse],
     report: TranslationReport,
 ) -> list[wire.UpstreamPart]:
     out: list[wire.UpstreamPart] = []
@@ -1019,7 +1168,7 @@ def _user_part_out(
     p: c.Part,
     out: list[wire.UpstreamPart],
     names: dict[str, str],
-    answers: list[wire.FunctionResponse],
+    answers: list[wire.UpstreamResponse],
     report: TranslationReport,
 ) -> None:
     """A part of a user (or tool) message appended to ``out``; a function response's

@@ -152,17 +152,44 @@ class _Out(msgspec.Struct, omit_defaults=True, rename="camel", gc=False):
     pass
 
 
+class CallOut(_Out):
+    """A ``FunctionCall`` as the encoder sends it: ``args`` an object, or the bytes of
+    one (``json_objects``). Defaults as ``FunctionCall``'s, so it leaves out what that
+    leaves out."""
+
+    name: str = ""
+    args: Any = None
+    id: str | None = None
+
+
+class Output(_Out):
+    """The usual ``functionResponse.response``: ``{"output": <text>}``."""
+
+    output: str
+
+
+class ResponseOut(_Out):
+    """A ``FunctionResponse`` of a usual result (the same keys, in order, and defaults)."""
+
+    name: str = ""
+    response: Output | None = None
+    id: str | None = None
+
+
+UpstreamResponse = FunctionResponse | ResponseOut
+
+
 class TextPart(_Out):
     text: str
 
 
-class CallPart(_Out, kw_only=True):
+class CallPart(_Out):
     thought_signature: str | None = None  # before the call, as ``Part`` sends it
-    function_call: FunctionCall
+    function_call: CallOut | None = None
 
 
 class ResponsePart(_Out):
-    function_response: FunctionResponse
+    function_response: UpstreamResponse
 
 
 UpstreamPart = Part | TextPart | CallPart | ResponsePart

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi import json_objects
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import cache_breakpoints, request, wire
 
@@ -225,7 +226,7 @@ def test_arguments_that_are_not_an_object_are_400_every_time(arguments: str, err
 
 
 def test_the_kept_inputs_are_bounded() -> None:
-    for n in range(request._RAW_INPUTS_MAX + 10):
+    for n in range(json_objects.RAW_OBJECTS_MAX + 10):
         request._raw_input(f'{{"n":{n}}}', 0, 0)
-        assert len(request._RAW_INPUTS) <= request._RAW_INPUTS_MAX
+        assert len(json_objects.RAW_OBJECTS) <= json_objects.RAW_OBJECTS_MAX
     assert bytes(request._raw_input('{"n": 1}', 0, 0)) == b'{"n":1}'

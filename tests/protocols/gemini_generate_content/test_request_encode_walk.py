@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi import json_objects
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.gemini_generate_content import request, wire
@@ -54,7 +55,7 @@ _others = st.sampled_from(
 _assistant = st.builds(
     c.Message,
     role=st.just("assistant"),
-    content=st.lists(st.one_of(_texts, _calls, _calls, _others), max_size=4),
+    content=st.lists(st.one_of(_texts, _calls, _calls, _others, _results), max_size=4),
 )
 _user = st.builds(
     c.Message,
@@ -140,4 +141,64 @@ def test_a_prefix_range_holds_what_starts_with_the_prefix(s: str) -> None:
 def test_a_one_text_result_is_what_the_general_code_makes(text: str, is_error: bool) -> None:
     result = c.ToolResult(call_id="call_1", content=[c.Text(text=text)], is_error=is_error)
     messages = [c.Message(role="tool", content=[result])]
+    assert _outcome(request._contents_out, messages) == _outcome(_reference, messages)
+
+
+def _call_outcome(make: object) -> tuple[object, ...]:
+    try:
+        call = make()  # type: ignore[operator]
+    except ProxyError as e:
+        return "error", e.status, e.message, e.param
+    return "ok", msgspec.json.encode(call)
+
+
+_arguments = st.sampled_from(["", "{}", " { } ", "[1]", "{bad", "text", "null", '"{}"']) | (
+    st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=3).map(
+        lambda d: msgspec.json.encode(d).decode().replace(",", ", ")
+    )
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_arguments, st.sampled_from(["function", "custom"]), st.booleans())
+def test_a_call_sends_the_args_its_arguments_decode_to(
+    arguments: str, kind: str, general: bool
+) -> None:
+    """Kept encoded (``json_objects``), a call's ``args`` are the bytes of the object
+    ``_args_out`` decodes, the first time and from the table; errors are the same."""
+    call = c.ToolCall(id="call_1", name="f", arguments=arguments, kind=kind)  # type: ignore[arg-type]
+    content: list[c.Part] = [call]
+    if general:  # a signed reasoning part first sends the turn through ``_model_out``
+        content.insert(0, c.Reasoning(text="", thought_signature="c2ln"))
+    messages = [c.Message(role="assistant", content=content)]
+
+    def walked() -> object:
+        turn = request._contents_out(messages, TranslationReport())[0]
+        return turn.parts[-1].function_call  # type: ignore[union-attr]
+
+    def reference() -> object:
+        return wire.FunctionCall(name="f", args=request._args_out(arguments, kind), id="call_1")
+
+    json_objects.RAW_OBJECTS.clear()
+    expected = _call_outcome(reference)
+    for _ in range(2):  # a miss, then a hit
+        assert _call_outcome(walked) == expected
+
+
+_CALL = c.ToolCall(id="call_1", name="f", arguments='{"a":1}')
+_RESULT = c.ToolResult(call_id="call_1", content=[c.Text(text="ok")])
+_SAID = c.Text(text="said")
+
+
+@pytest.mark.parametrize("before", [None, "assistant", "user", "tool"])
+@pytest.mark.parametrize("role", ["assistant", "user", "tool"])
+@pytest.mark.parametrize("content", [[_RESULT], [_SAID, _CALL], [_CALL, _SAID], [_SAID]])
+def test_the_whole_turns_are_what_the_general_code_makes(
+    before: str | None, role: str, content: list[c.Part]
+) -> None:
+    """The agent loop's turns built whole, in any role and after any turn."""
+    messages = [c.Message(role=role, content=content)]  # type: ignore[arg-type]
+    if before is not None:
+        earlier = [_SAID, _CALL] if before == "assistant" else [_RESULT]
+        messages.insert(0, c.Message(role=before, content=earlier))  # type: ignore[arg-type]
     assert _outcome(request._contents_out, messages) == _outcome(_reference, messages)

@@ -4,16 +4,19 @@ request, the same report, the same error."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi import json_objects
 from proxai_asgi.errors import ProxyError, TranslationReport
-from proxai_asgi.protocols.gemini_generate_content import request
+from proxai_asgi.protocols.gemini_generate_content import request, signatures, wire
 
 # Request-shaped keys in both spellings, the user's own data keys, and unknown keys.
 _keys = st.sampled_from(
@@ -169,7 +172,8 @@ def test_sdk_body_takes_the_fast_path_with_its_tools_renamed() -> None:
         {"functionDeclarations": [{"name": "f", "parameters": {"type": "OBJECT"}}]}
     ]
     assert req.contents[1].parts[0].function_call is not None
-    assert req.contents[1].parts[0].function_call.args == {"file_path": "a"}
+    args = req.contents[1].parts[0].function_call.args  # kept raw (_arguments_in)
+    assert msgspec.json.decode(args) == {"file_path": "a"}  # type: ignore[call-overload]
 
 
 def test_camel_case_function_declarations_are_typed_in_the_one_pass() -> None:
@@ -240,3 +244,71 @@ _usual_tools = (
 def test_typed_tools_are_those_the_general_path_converts(tools: list[Any] | None) -> None:
     raw = json.dumps({"contents": [{"parts": [{"text": "hi"}]}], "tools": tools}).encode()
     assert _outcome(_production, raw) == _outcome(_general, raw)
+
+
+# A call's ``args`` are kept raw by the fast decode (``_arguments_in``): every value,
+# wherever a call may stand, gives what the general path's typed decode gives.
+_ARGS = ["absent", "null", "{}", '{ "a" : [1, 2.50] }', '{"a":1,"a":2}', "[]", '"x"', "1", "true"]
+_PLACES = {
+    "model": lambda call: [{"role": "model", "parts": [{"text": "t"}, call]}],
+    "thought": lambda call: [{"role": "model", "parts": [{**call, "thought": True}]}],
+    "signed": lambda call: [{"role": "model", "parts": [{**call, "thoughtSignature": "c2ln"}]}],
+    "user alone": lambda call: [{"role": "user", "parts": [call]}],
+    "user with text": lambda call: [{"role": "user", "parts": [{**call, "text": "hi"}]}],
+    "user turn": lambda call: [{"role": "user", "parts": [{"text": "a"}, {**call, "text": "b"}]}],
+    "after a bad role": lambda call: [
+        {"role": "x", "parts": [{"text": "a"}]},
+        {"role": "model", "parts": [call]},
+    ],
+    "system": lambda call: [{"role": "user", "parts": [{"text": "a"}]}],
+}
+
+
+@pytest.mark.parametrize("args", _ARGS)
+@pytest.mark.parametrize("place", list(_PLACES))
+def test_raw_args_give_what_the_general_path_gives(args: str, place: str) -> None:
+    call = {"name": "f"} if args == "absent" else {"name": "f", "args": "@ARGS@"}
+    part = {"functionCall": call}
+    body: dict[str, Any] = {"contents": _PLACES[place](part)}
+    if place == "system":
+        body["systemInstruction"] = {"parts": [{"text": "s", **part}]}
+    raw = json.dumps(body).encode().replace(b'"@ARGS@"', args.encode())
+    assert request._decode_camel(raw) is not None  # the fast decode takes any args
+    json_objects.ARGUMENTS.clear()
+    expected = _outcome(_general, raw)
+    for _ in range(2):  # a miss, then a hit
+        assert _outcome(_production, raw) == expected
+
+
+_signatures = st.sampled_from([None, "", "c2ln", signatures.SKIP_VALIDATOR, signatures.PACKED_HEAD])
+_model_calls = st.none() | st.builds(
+    wire.FunctionCall,
+    name=st.just("f"),
+    args=st.sampled_from([None, {"a": 1}, msgspec.Raw(b'{"a": 1}'), msgspec.Raw(b"null")]),
+    id=st.sampled_from([None, "call_1"]),
+)
+_model_parts = st.builds(
+    wire.Part,
+    text=st.sampled_from([None, "", "a"]),
+    thought=st.sampled_from([None, False, True]),
+    thought_signature=_signatures,
+    function_call=_model_calls,
+)
+
+
+def _walked(parts: list[wire.Part]) -> tuple[object, ...]:
+    report = TranslationReport()
+    try:
+        messages = request._contents_in([wire.Content(role="model", parts=parts)], report)
+    except ProxyError as e:
+        return "error", e.status, e.message, e.param
+    return "ok", msgspec.json.encode(messages), report.dropped
+
+
+@settings(max_examples=400, deadline=None)
+@given(_model_parts, _model_parts)
+def test_a_model_turn_built_whole_is_what_the_loop_makes(said: wire.Part, p: wire.Part) -> None:
+    """A model turn of two parts may be built whole; an empty text after them (which
+    adds nothing) sends the same turn through the per-part loop."""
+    looped = _walked(copy.deepcopy([said, p, wire.Part(text="")]))  # (it may set args)
+    assert _walked(copy.deepcopy([said, p])) == looped
