@@ -36,7 +36,7 @@ from typing import Any, Literal, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, reasoning_carry
+from ... import exact_json, ids, reasoning_carry, tool_schemas
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -150,7 +150,8 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
 
 def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c.Request:
-    validate(req)
+    declared = _declared(req.tools) if req.tools else None
+    validate(req, declared)
     system = _system_in(req.system)
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
@@ -162,7 +163,7 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
         tool_results_follow(req.messages)
         raise
 
-    tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
+    tools, hosted = _tools_in(declared, report) if declared else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
     out = c.Request(
         model=req.model,
@@ -550,30 +551,57 @@ def _assistant_turn(
     return c.Message(role="assistant", content=parts)
 
 
+# The usual tool declarations (a name, a description, a schema) by their bytes: an agent
+# loop resends the same ones with every request (``tool_schemas``).
+_TOOLS_IN = tool_schemas.ToolLookup()
+
+
+def _declared(raw_tools: list[msgspec.Raw]) -> list[c.Tool | dict[str, Any]]:
+    """The client's tool declarations: the usual ones as canonical tools (looked up by
+    their bytes, or made and remembered), the others decoded for ``_tools_in``."""
+    out: list[c.Tool | dict[str, Any]] = []
+    lookup = _TOOLS_IN
+    for raw in raw_tools:
+        key = bytes(raw)
+        known = lookup.get(key)
+        if known is not None:
+            out += known
+            continue
+        decl = _json.decode(key)
+        if type(decl) is not dict:  # (``decode_request`` names it as the strict decode does)
+            raise ProxyError.invalid("tools: a tool must be an object", "tools")
+        name, schema, about = decl.get("name"), decl.get("input_schema"), decl.get("description")
+        if (
+            type(name) is str
+            and type(schema) is dict
+            and (about is None or type(about) is str)
+            # no other key (a length, not a key-set test: that was a fifth of the loop)
+            and len(decl) == _PLAIN_TOOL_KEY_COUNTS[about is None]
+        ):
+            tool = c.Tool(name=name, description=about, parameters=schema)
+            lookup.put(key, [tool])
+            out.append(tool)
+        else:
+            out.append(decl)
+    return out
+
+
 def _tools_in(
-    raw_tools: list[dict[str, Any]], report: TranslationReport
+    declared: list[c.Tool | dict[str, Any]], report: TranslationReport
 ) -> tuple[list[c.Tool], list[c.HostedTool]]:
     tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
-    for i, raw in enumerate(raw_tools):
+    for i, raw in enumerate(declared):
+        if type(raw) is c.Tool:  # the usual declaration (``_declared``)
+            tools.append(raw)
+            continue
+        assert type(raw) is dict
         kind = raw.get("type")
         if kind is not None and kind != "custom":
             if not isinstance(kind, str):
                 path = f"tools[{i}].type"
                 raise ProxyError.invalid(f"{path}: expected a string", path)
             hosted.append(c.HostedTool(protocol="anthropic_messages", type=kind, raw=raw))
-            continue
-        # The usual declaration (a name, a description, a schema) as ``convert`` gives
-        # it: five of them in every request of an agent loop.
-        name, schema, about = raw.get("name"), raw.get("input_schema"), raw.get("description")
-        if (
-            type(name) is str
-            and type(schema) is dict
-            and (about is None or type(about) is str)
-            # no other key (a length, not a key-set test: that was a fifth of the loop)
-            and len(raw) == _PLAIN_TOOL_KEY_COUNTS[about is None]
-        ):
-            tools.append(c.Tool(name=name, description=about, parameters=schema))
             continue
         try:
             t = msgspec.convert(raw, wire.ToolParam)
@@ -1142,10 +1170,16 @@ def _tools_out(
         if t.kind == "custom":
             report.reject(f"tools[{i}]", "custom (freeform) tools cannot be Anthropic tools")
             continue
-        schema = t.parameters if t.parameters is not None else _DEFAULT_SCHEMA
-        if "type" not in schema:
-            schema = {"type": "object", **schema}
-        elif schema["type"] != "object":
+        schema: dict[str, Any] | msgspec.Raw | None = (
+            t.parameters if t.parameters is not None else _DEFAULT_SCHEMA
+        )
+        if type(schema) is msgspec.Raw:  # kept encoded (``tool_schemas``)
+            schema = tool_schemas.facts(schema).anthropic
+        elif "type" not in schema:  # type: ignore[operator]
+            schema = {"type": "object", **schema}  # type: ignore[dict-item]
+        elif schema["type"] != "object":  # type: ignore[index]
+            schema = None
+        if schema is None:
             path = f"tools[{i}].parameters"
             raise ProxyError.invalid(f"{path}: Anthropic tool schemas must be of type object", path)
         out.append(

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry
+from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -236,6 +236,28 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
+# Function schemas by their bytes: an agent loop resends the same ones every request.
+_SCHEMAS = tool_schemas.SchemaLookup()
+
+
+def _schemas_in(tools: list[w.ClientToolDef]) -> bool:
+    """Set the one-pass decode's function schemas (left encoded) as ``tool_schemas``
+    keeps them; False when one is not an object (the general decode names it)."""
+    schemas = _SCHEMAS
+    for t in tools:
+        f = t.function
+        if f is not None:
+            p = f.parameters
+            if p is _UNSET:
+                f.parameters = None  # type: ignore[assignment]
+            else:
+                try:
+                    f.parameters = schemas.get(p)  # type: ignore[assignment]
+                except tool_schemas.NotAnObject:
+                    return False
+    return True
+
+
 def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
     tools: list[c.Tool] = []
     for i, t in enumerate(req.tools or ()):
@@ -324,7 +346,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
     ones (``w.ClientChatRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
     one = _ONE_PASS.decode(body, report)
-    if one is not None:
+    if one is not None and (not one.tools or _schemas_in(one.tools)):
         return one
     try:
         req = _REQUEST_DEC.decode(body)

@@ -9,7 +9,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry
+from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
@@ -168,6 +168,11 @@ RARE_FIELDS = absent(
 )
 
 
+# Function tool declarations by their bytes: an agent loop resends the same ones with
+# every request (``tool_schemas``).
+_TOOLS_IN = tool_schemas.ToolLookup()
+
+
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
     # What the Responses API itself rejects with a 400 (never clamped, dropped or
@@ -194,7 +199,13 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
     tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
+    known_tools = _TOOLS_IN
     for i, raw in enumerate(req.tools or ()):
+        key = bytes(raw)
+        known = known_tools.get(key)
+        if known is not None:
+            tools += known
+            continue
         tool: w.FunctionTool | w.CustomTool | None
         try:
             tool = _client_tool.decode(raw)
@@ -203,14 +214,14 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             if tool is None:
                 continue
         if type(tool) is w.FunctionTool:
-            tools.append(
-                c.Tool(
-                    name=tool.name,
-                    parameters=tool.parameters,
-                    description=tool.description,
-                    strict=tool.strict,
-                )
+            made = c.Tool(
+                name=tool.name,
+                parameters=tool.parameters,
+                description=tool.description,
+                strict=tool.strict,
             )
+            tools.append(made)
+            known_tools.put(key, [made])
         else:
             assert type(tool) is w.CustomTool
             tools.append(
@@ -657,6 +668,17 @@ def effort_for_budget(budget_tokens: int) -> str:
     return "high"
 
 
+_EMPTY_SCHEMA = Raw(b"{}")  # ``{}`` as ``tool_schemas.compact`` holds it
+
+
+def _schema_out(schema: dict[str, Any] | Raw | None) -> dict[str, Any] | Raw:
+    """A function tool's schema as sent: none or an empty one (which the API refuses)
+    as an object schema of no properties."""
+    if type(schema) is Raw:
+        return {"type": "object", "properties": {}} if schema == _EMPTY_SCHEMA else schema
+    return schema or {"type": "object", "properties": {}}
+
+
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
@@ -692,7 +714,7 @@ def encode_request(
                 w.FunctionTool(
                     name=t.name,
                     description=t.description,
-                    parameters=t.parameters or {"type": "object", "properties": {}},
+                    parameters=_schema_out(t.parameters),
                     # The Responses API defaults to strict schemas, which most schemas
                     # written for other protocols do not satisfy: say it explicitly.
                     strict=bool(t.strict),
