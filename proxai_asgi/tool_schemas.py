@@ -52,7 +52,7 @@ class SchemaFacts(NamedTuple):
     # its "type" is another, which Anthropic refuses.
     anthropic: msgspec.Raw | None
     empty: bool  # ``{}``, which the Responses encoder replaces with an empty object schema
-    text_length: int  # ``len(str(schema))``, which ``tokens`` counts
+    text_length: int  # ``len(str(schema or ""))``, which ``tokens`` counts
 
 
 def _facts_of(schema: dict[str, Any]) -> SchemaFacts:
@@ -62,7 +62,8 @@ def _facts_of(schema: dict[str, Any]) -> SchemaFacts:
         anthropic = compact(schema)
     else:
         anthropic = None
-    return SchemaFacts(anthropic=anthropic, empty=not schema, text_length=len(str(schema)))
+    # (an empty schema counted as no schema, as ``tokens`` always has)
+    return SchemaFacts(anthropic=anthropic, empty=not schema, text_length=len(str(schema or "")))
 
 
 class _Bounded(Generic[_V]):
@@ -162,3 +163,8 @@ def forget() -> None:
     """Empty every look-up (a first request's cost, for ``bench/long_conversations.py``)."""
     for lookup in _LOOKUPS:
         lookup.clear()
+
+
+def entries() -> int:
+    """How many entries the look-ups hold in all."""
+    return sum(len(lookup) for lookup in _LOOKUPS)
