@@ -142,6 +142,20 @@ class SchemaLookup(_Bounded["msgspec.Raw | None"]):
         return made
 
 
+class Lookup(_Bounded[_V]):
+    """Declaration bytes -> what a decoder made of them, shared by every request that
+    sends those bytes (so never changed once put)."""
+
+    __slots__ = ()
+
+    def get(self, key: bytes) -> _V | None:
+        return self._entries.get(key)
+
+    def put(self, key: bytes, value: _V) -> None:
+        """Remember ``value`` for ``key`` (which must be bytes of its own)."""
+        self._remember(key, value)
+
+
 class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
     """Declaration bytes -> the canonical tools a decoder made of them (with their
     schemas encoded). Each hit gives copies: a request may change its own tools."""

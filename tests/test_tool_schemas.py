@@ -135,25 +135,43 @@ def test_tool_lookup_is_keyed_by_content_and_gives_copies() -> None:
     assert again is not None and again[0].name == "f"
 
 
+def test_chat_function_tools_are_decoded_once_and_shared_unchanged() -> None:
+    """A Chat client's function tools are found by their bytes; each request still gets
+    its own canonical tools, and what one request does to them leaves the next alone."""
+    tool_schemas.forget()
+    body = json.dumps(_body(C, [_tool(C, {"type": "object"})])).encode()
+    first = get_codec(C).decode_request(body, TranslationReport())
+    first.tools[0].name = "changed by its request"
+    second = get_codec(C).decode_request(body, TranslationReport())
+    assert second.tools[0].name == "f" and second.tools[0] is not first.tools[0]
+    assert bytes(second.tools[0].parameters) == b'{"type":"object"}'  # type: ignore[arg-type]
+
+
 def test_lookups_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tool_schemas, "MAX_ENTRIES", 4)
     monkeypatch.setattr(tool_schemas, "MAX_BYTES", 100)
     monkeypatch.setattr(tool_schemas, "MAX_KEY_BYTES", 40)
     schemas = tool_schemas.SchemaLookup()
     tools = tool_schemas.ToolLookup()
+    values: tool_schemas.Lookup[int] = tool_schemas.Lookup()
     sizes = []
     for i in range(30):
         schemas.get(msgspec.Raw(f'{{"k": {i}}}'.encode()))
-        tools.put(f'{{"name": "t{i}", "pad": "{"x" * (i % 20)}"}}'.encode(), [c.Tool(name="t")])
-        sizes.append((len(schemas), len(tools), schemas._bytes, tools._bytes))
-    assert max(s[0] for s in sizes) == 4 and max(s[1] for s in sizes) <= 4
-    assert max(max(s[2], s[3]) for s in sizes) <= 100
+        key = f'{{"name": "t{i}", "pad": "{"x" * (i % 20)}"}}'.encode()
+        tools.put(key, [c.Tool(name="t")])
+        values.put(key, i)
+        assert values.get(key) == i
+        sizes.append(
+            (len(schemas), len(tools), len(values), schemas._bytes, tools._bytes, values._bytes)
+        )
+    assert max(s[0] for s in sizes) == 4 and max(max(s[1], s[2]) for s in sizes) <= 4
+    assert max(max(s[3:]) for s in sizes) <= 100
     big = msgspec.Raw(b'{"k": "' + b"y" * 60 + b'"}')  # over MAX_KEY_BYTES: used, not kept
     kept = len(schemas)
     assert bytes(schemas.get(big)) == msgspec.json.encode({"k": "y" * 60})  # type: ignore[arg-type]
     assert len(schemas) == kept
     tool_schemas.forget()
-    assert len(schemas) == len(tools) == 0
+    assert len(schemas) == len(tools) == len(values) == 0
 
 
 @pytest.mark.parametrize("protocol", ALL)

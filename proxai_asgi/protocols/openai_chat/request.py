@@ -236,25 +236,34 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
-# Function schemas by their bytes: an agent loop resends the same ones every request.
+# Function tools by their bytes, decoded (their schemas as ``tool_schemas`` keeps them;
+# never changed once made): an agent loop resends the same ones with every request.
+_TOOL_DEFS: tool_schemas.Lookup[w.ToolDef] = tool_schemas.Lookup()
 _SCHEMAS = tool_schemas.SchemaLookup()
+_CLIENT_TOOL_DEF: LazyDecoder[w.ClientToolDef] = LazyDecoder(w.ClientToolDef)
 
 
-def _schemas_in(tools: list[w.ClientToolDef]) -> bool:
-    """Set the one-pass decode's function schemas (left encoded) as ``tool_schemas``
-    keeps them; False when one is not an object (the general decode names it)."""
-    schemas = _SCHEMAS
-    for t in tools:
-        f = t.function
-        if f is not None:
-            p = f.parameters
-            if p is _UNSET:
-                f.parameters = None  # type: ignore[assignment]
-            else:
-                try:
-                    f.parameters = schemas.get(p)  # type: ignore[assignment]
-                except tool_schemas.NotAnObject:
-                    return False
+def _tool_defs_in(req: w.ClientChatRequest) -> bool:
+    """Decode the one-pass decode's tools (left encoded), or find them by their bytes;
+    False when one is not what ``w.ToolDef`` takes (the general decode names it)."""
+    defs: list[w.ToolDef] = []
+    known = _TOOL_DEFS
+    for raw in req.tools or ():
+        key = bytes(raw)
+        t = known.get(key)
+        if t is None:
+            try:
+                t = _CLIENT_TOOL_DEF.decode(key)
+                f = t.function
+                if f is not None:
+                    p = f.parameters
+                    f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
+            except (msgspec.DecodeError, tool_schemas.NotAnObject):
+                return False
+            if t.type in ("function", _UNSET) and f is not None:
+                known.put(key, t)
+        defs.append(t)
+    req.tools = defs  # type: ignore[assignment]
     return True
 
 
@@ -346,7 +355,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
     ones (``w.ClientChatRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
     one = _ONE_PASS.decode(body, report)
-    if one is not None and (not one.tools or _schemas_in(one.tools)):
+    if one is not None and (not one.tools or _tool_defs_in(one)):
         return one
     try:
         req = _REQUEST_DEC.decode(body)

@@ -153,8 +153,8 @@ class ToolDef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
 
 class ClientFunctionDef(FunctionDef, kw_only=True):
-    """``FunctionDef`` as a client's one-pass decode reads it: its schema left encoded,
-    for ``request.py`` to look up by its bytes (``tool_schemas``)."""
+    """``FunctionDef`` as ``request.py`` first reads a client's: its schema left
+    encoded, to be held as ``tool_schemas`` keeps it."""
 
     parameters: msgspec.Raw | UnsetType = UNSET  # type: ignore[assignment]
 
@@ -238,7 +238,8 @@ class ClientChatRequest(ChatRequest, kw_only=True, forbid_unknown_fields=True):
     prediction: msgspec.Raw | UnsetType = UNSET
     web_search_options: msgspec.Raw | UnsetType = UNSET
     store: msgspec.Raw | UnsetType = UNSET
-    tools: list[ClientToolDef] | None = None  # type: ignore[assignment]
+    # Each tool left encoded: ``request.py`` looks the usual ones up by their bytes.
+    tools: list[msgspec.Raw] | None = None  # type: ignore[assignment]
 
 
 # ============================================================ upstream answer (lenient)
