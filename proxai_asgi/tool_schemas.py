@@ -14,7 +14,6 @@ the dict. Every look-up is bounded, keyed by content, and holds only bytes of it
 
 from __future__ import annotations
 
-from copy import copy
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import msgspec
@@ -25,6 +24,7 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 _RAW = msgspec.Raw
 _V = TypeVar("_V")
+_copy = msgspec.structs.replace  # (a third of ``copy.copy``'s time)
 
 # Bounds of each look-up: cleared when one more entry would pass either.
 MAX_ENTRIES = 512
@@ -166,7 +166,7 @@ class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
         made = self._entries.get(key)
         if made is None:
             return None
-        return [copy(t) for t in made]
+        return [_copy(t) for t in made]
 
     def put(self, key: bytes, tools: list[c.Tool]) -> None:
         """Remember the tools made of ``key`` (which must be bytes of its own)."""

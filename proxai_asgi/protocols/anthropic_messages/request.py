@@ -551,24 +551,28 @@ def _assistant_turn(
     return c.Message(role="assistant", content=parts)
 
 
-# The usual tool declarations (a name, a description, a schema) by their bytes: an agent
-# loop resends the same ones with every request (``tool_schemas``).
+# Sets of the usual tool declarations (a name, a description, a schema) by their bytes:
+# an agent loop resends the same set with every request (``tool_schemas``).
 _TOOLS_IN = tool_schemas.ToolLookup()
 
 
-def _declared(raw_tools: list[msgspec.Raw]) -> list[c.Tool | dict[str, Any]]:
-    """The client's tool declarations: the usual ones as canonical tools (looked up by
-    their bytes, or made and remembered), the others decoded for ``_tools_in``."""
+def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
+    """The client's tool declarations: the usual ones as canonical tools, the others
+    decoded for ``_tools_in``; a set of usual ones only is looked up by its bytes (one
+    hash of the whole set: a look-up per tool cost twice as much)."""
+    key = bytes(raw_tools)
+    known = _TOOLS_IN.get(key)
+    if known is not None:
+        return known  # type: ignore[return-value]
+    decls = _json.decode(key)
+    if decls is None:
+        return []
+    if type(decls) is not list:  # (``decode_request`` names it as the strict decode does)
+        raise ProxyError.invalid("tools: expected a list", "tools")
     out: list[c.Tool | dict[str, Any]] = []
-    lookup = _TOOLS_IN
-    for raw in raw_tools:
-        key = bytes(raw)
-        known = lookup.get(key)
-        if known is not None:
-            out += known
-            continue
-        decl = _json.decode(key)
-        if type(decl) is not dict:  # (``decode_request`` names it as the strict decode does)
+    plain: list[c.Tool] = []
+    for decl in decls:
+        if type(decl) is not dict:  # (likewise)
             raise ProxyError.invalid("tools: a tool must be an object", "tools")
         name, schema, about = decl.get("name"), decl.get("input_schema"), decl.get("description")
         if (
@@ -579,10 +583,12 @@ def _declared(raw_tools: list[msgspec.Raw]) -> list[c.Tool | dict[str, Any]]:
             and len(decl) == _PLAIN_TOOL_KEY_COUNTS[about is None]
         ):
             tool = c.Tool(name=name, description=about, parameters=schema)
-            lookup.put(key, [tool])
+            plain.append(tool)
             out.append(tool)
         else:
             out.append(decl)
+    if len(plain) == len(out):
+        _TOOLS_IN.put(key, plain)
     return out
 
 

@@ -364,8 +364,9 @@ class ClientMessagesRequest(MessagesRequest, kw_only=True):
     an object)."""
 
     messages: list[ClientInputMessage]  # type: ignore[assignment]
-    # Each tool left encoded: the usual ones are looked up by their bytes (``request.py``).
-    tools: list[msgspec.Raw] | None = None  # type: ignore[assignment]
+    # Left encoded: a resent set of the usual declarations is looked up by its bytes
+    # (``request.py``); empty when the body has no ``tools``.
+    tools: msgspec.Raw = msgspec.Raw()  # type: ignore[assignment]
 
 
 class ClientRequest(ClientMessagesRequest, kw_only=True, forbid_unknown_fields=True):

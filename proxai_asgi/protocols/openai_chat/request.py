@@ -236,33 +236,37 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
-# Function tools by their bytes, decoded (their schemas as ``tool_schemas`` keeps them;
-# never changed once made): an agent loop resends the same ones with every request.
-_TOOL_DEFS: tool_schemas.Lookup[w.ToolDef] = tool_schemas.Lookup()
+# Sets of function tools by their bytes, decoded (their schemas as ``tool_schemas``
+# keeps them; never changed once made): an agent loop resends the same set with every
+# request.
+_TOOL_DEFS: tool_schemas.Lookup[list[w.ToolDef]] = tool_schemas.Lookup()
 _SCHEMAS = tool_schemas.SchemaLookup()
-_CLIENT_TOOL_DEF: LazyDecoder[w.ClientToolDef] = LazyDecoder(w.ClientToolDef)
+_CLIENT_TOOL_DEFS: LazyDecoder[list[w.ClientToolDef] | None] = LazyDecoder(
+    list[w.ClientToolDef] | None
+)
 
 
 def _tool_defs_in(req: w.ClientChatRequest) -> bool:
     """Decode the one-pass decode's tools (left encoded), or find them by their bytes;
-    False when one is not what ``w.ToolDef`` takes (the general decode names it)."""
-    defs: list[w.ToolDef] = []
-    known = _TOOL_DEFS
-    for raw in req.tools or ():
-        key = bytes(raw)
-        t = known.get(key)
-        if t is None:
-            try:
-                t = _CLIENT_TOOL_DEF.decode(key)
+    False when they are not what ``w.ChatRequest`` takes (the general decode names it)."""
+    key = bytes(req.tools)
+    defs: list[w.ToolDef] | None = _TOOL_DEFS.get(key)
+    if defs is None:
+        try:
+            decoded = _CLIENT_TOOL_DEFS.decode(key)
+            functions_only = True
+            for t in decoded or ():
                 f = t.function
                 if f is not None:
                     p = f.parameters
                     f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
-            except (msgspec.DecodeError, tool_schemas.NotAnObject):
-                return False
-            if t.type in ("function", _UNSET) and f is not None:
-                known.put(key, t)
-        defs.append(t)
+                if f is None or t.type not in ("function", _UNSET):
+                    functions_only = False
+        except (msgspec.DecodeError, tool_schemas.NotAnObject):
+            return False
+        defs = decoded  # type: ignore[assignment]
+        if functions_only and defs:
+            _TOOL_DEFS.put(key, defs)
     req.tools = defs  # type: ignore[assignment]
     return True
 

@@ -238,8 +238,9 @@ class ClientChatRequest(ChatRequest, kw_only=True, forbid_unknown_fields=True):
     prediction: msgspec.Raw | UnsetType = UNSET
     web_search_options: msgspec.Raw | UnsetType = UNSET
     store: msgspec.Raw | UnsetType = UNSET
-    # Each tool left encoded: ``request.py`` looks the usual ones up by their bytes.
-    tools: list[msgspec.Raw] | None = None  # type: ignore[assignment]
+    # Left encoded: ``request.py`` looks a resent set of function tools up by its bytes
+    # (empty when the body has no ``tools``).
+    tools: msgspec.Raw = msgspec.Raw()  # type: ignore[assignment]
 
 
 # ============================================================ upstream answer (lenient)

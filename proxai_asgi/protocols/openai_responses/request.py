@@ -168,8 +168,8 @@ RARE_FIELDS = absent(
 )
 
 
-# Function tool declarations by their bytes: an agent loop resends the same ones with
-# every request (``tool_schemas``).
+# Sets of function tool declarations by their bytes: an agent loop resends the same set
+# with every request (``tool_schemas``).
 _TOOLS_IN = tool_schemas.ToolLookup()
 
 
@@ -197,38 +197,8 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         system.append(c.Text(text=req.instructions))
     messages = _input_messages(req.input, system, report)
 
-    tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
-    known_tools = _TOOLS_IN
-    for i, raw in enumerate(req.tools or ()):
-        key = bytes(raw)
-        known = known_tools.get(key)
-        if known is not None:
-            tools += known
-            continue
-        tool: w.FunctionTool | w.CustomTool | None
-        try:
-            tool = _client_tool.decode(raw)
-        except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
-            tool = _careful_tool(raw, i, hosted)
-            if tool is None:
-                continue
-        if type(tool) is w.FunctionTool:
-            made = c.Tool(
-                name=tool.name,
-                parameters=tool.parameters,
-                description=tool.description,
-                strict=tool.strict,
-            )
-            tools.append(made)
-            known_tools.put(key, [made])
-        else:
-            assert type(tool) is w.CustomTool
-            tools.append(
-                c.Tool(
-                    name=tool.name, kind="custom", description=tool.description, format=tool.format
-                )
-            )
+    tools = _tools_in(req.tools, hosted) if req.tools else []
 
     response_format = None
     if req.text is not None:
@@ -302,6 +272,47 @@ HOSTED_TOOL_TYPES = (
     "tool_search",
     "namespace",
 )
+
+
+def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
+    """The function and custom tools (hosted ones appended to ``hosted``); a set of
+    function tools only is looked up by its bytes (one hash of the whole set: a
+    look-up per tool cost twice as much)."""
+    key = b",".join(raws)  # (each a whole JSON value: no two sets give the same key)
+    known = _TOOLS_IN.get(key)
+    if known is not None:
+        return known
+    tools: list[c.Tool] = []
+    functions_only = True
+    for i, raw in enumerate(raws):
+        tool: w.FunctionTool | w.CustomTool | None
+        try:
+            tool = _client_tool.decode(raw)
+        except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
+            tool = _careful_tool(raw, i, hosted)
+            if tool is None:
+                functions_only = False
+                continue
+        if type(tool) is w.FunctionTool:
+            tools.append(
+                c.Tool(
+                    name=tool.name,
+                    parameters=tool.parameters,
+                    description=tool.description,
+                    strict=tool.strict,
+                )
+            )
+        else:
+            assert type(tool) is w.CustomTool
+            functions_only = False
+            tools.append(
+                c.Tool(
+                    name=tool.name, kind="custom", description=tool.description, format=tool.format
+                )
+            )
+    if functions_only:
+        _TOOLS_IN.put(key, tools)
+    return tools
 
 
 def _careful_tool(
