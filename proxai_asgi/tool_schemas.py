@@ -111,6 +111,18 @@ _FACTS = _FactsLookup()
 facts = _FACTS.get  # the facts of an encoded schema, computed once per content
 
 
+# How a schema whose "type" is "object", written first, starts (the usual one): as
+# Anthropic takes it already, told without hashing the whole schema for ``facts``.
+_OBJECT_FIRST = b'{"type":"object"'
+
+
+def anthropic_form(schema: msgspec.Raw) -> msgspec.Raw | None:
+    """``facts(schema).anthropic``, cheaply for the usual schema."""
+    if memoryview(schema)[: len(_OBJECT_FIRST)] == _OBJECT_FIRST:
+        return schema
+    return facts(schema).anthropic
+
+
 def encoded(tool: c.Tool) -> c.Tool:
     """A copy of ``tool``, its schema held encoded."""
     p = tool.parameters

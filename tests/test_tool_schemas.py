@@ -198,6 +198,9 @@ def test_a_decoded_request_holds_nothing_of_its_body(protocol: ProtocolName) -> 
         ({}, {"type": "object"}, True),
         ({"type": "string"}, None, False),
         ({"type": None}, None, False),
+        ({"type": "objects"}, None, False),
+        ({"type": "object"}, {"type": "object"}, False),
+        ({"type": ["object"]}, None, False),
     ],
 )
 def test_schema_facts_are_what_the_encoders_read_of_the_dict(
@@ -206,6 +209,8 @@ def test_schema_facts_are_what_the_encoders_read_of_the_dict(
     facts = tool_schemas.facts(tool_schemas.compact(schema))
     want = None if anthropic is None else msgspec.json.encode(anthropic)
     assert (None if facts.anthropic is None else bytes(facts.anthropic)) == want
+    form = tool_schemas.anthropic_form(tool_schemas.compact(schema))
+    assert (None if form is None else bytes(form)) == want
     assert facts.empty is empty
     assert facts.text_length == len(str(schema or ""))
 

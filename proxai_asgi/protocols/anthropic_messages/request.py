@@ -1180,7 +1180,7 @@ def _tools_out(
             t.parameters if t.parameters is not None else _DEFAULT_SCHEMA
         )
         if type(schema) is msgspec.Raw:  # kept encoded (``tool_schemas``)
-            schema = tool_schemas.facts(schema).anthropic
+            schema = tool_schemas.anthropic_form(schema)
         elif "type" not in schema:  # type: ignore[operator]
             schema = {"type": "object", **schema}  # type: ignore[dict-item]
         elif schema["type"] != "object":  # type: ignore[index]
