@@ -170,7 +170,8 @@ class Lookup(_Bounded[_V]):
 
 class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
     """Declaration bytes -> the canonical tools a decoder made of them (with their
-    schemas encoded). Each hit gives copies: a request may change its own tools."""
+    schemas encoded). Each hit gives copies, as a request may change its own tools (a
+    custom tool's ``format`` dict is shared: nothing changes it)."""
 
     __slots__ = ()
 

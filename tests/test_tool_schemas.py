@@ -217,22 +217,43 @@ def test_schema_facts_are_what_the_encoders_read_of_the_dict(
 
 # ------------------------------------------- translation: the same bytes, any schema
 
+_GRAMMAR = {"syntax": "lark", "definition": 'start: "*** Begin Patch" /(.|\\n)*/'}
+_PATCH_TOOL = {
+    C: {
+        "type": "custom",
+        "custom": {
+            "name": "apply_patch",
+            "description": "Patch files.",
+            "format": {"type": "grammar", "grammar": _GRAMMAR},
+        },
+    },
+    R: {
+        "type": "custom",
+        "name": "apply_patch",
+        "description": "Patch files.",
+        "format": {"type": "grammar", **_GRAMMAR},
+    },
+}
+
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     schemas=st.lists(SCHEMAS, min_size=1, max_size=3),
     layout=LAYOUTS,
     client=st.sampled_from(ALL),
+    custom=st.booleans(),
 )
 def test_translated_tools_are_the_bytes_of_the_dict_path_for_any_schema(
-    schemas: list[dict[str, Any]], layout: dict[str, Any], client: ProtocolName
+    schemas: list[dict[str, Any]], layout: dict[str, Any], client: ProtocolName, custom: bool
 ) -> None:
     """Decoded with empty look-ups and again from them, a client's request gives every
     upstream the body (or the error) and the token estimate that the same canonical
-    request with its schemas as dicts gives."""
+    request with its schemas as dicts gives (with a custom tool, as Codex sends)."""
     tools = [_tool(client, s, f"t{i}") for i, s in enumerate(schemas)]
     if client == G:
         tools = [{"functionDeclarations": [t["functionDeclarations"][0] for t in tools]}]
+    elif custom and client in (C, R):
+        tools.append(_PATCH_TOOL[client])
     body = json.dumps(_body(client, tools), **layout).encode()
     tool_schemas.forget()
     cold = get_codec(client).decode_request(body, TranslationReport())

@@ -168,8 +168,8 @@ RARE_FIELDS = absent(
 )
 
 
-# Sets of function tool declarations by their bytes: an agent loop resends the same set
-# with every request (``tool_schemas``).
+# Sets of tool declarations by their bytes: an agent loop resends the same set with
+# every request (``tool_schemas``).
 _TOOLS_IN = tool_schemas.ToolLookup()
 
 
@@ -276,14 +276,14 @@ HOSTED_TOOL_TYPES = (
 
 def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
     """The function and custom tools (hosted ones appended to ``hosted``); a set of
-    function tools only is looked up by its bytes (one hash of the whole set: a
-    look-up per tool cost twice as much)."""
+    no hosted tool (Codex's: functions and its custom ``apply_patch``) is looked up by
+    its bytes (one hash of the whole set: a look-up per tool cost twice as much)."""
     key = b",".join(raws)  # (each a whole JSON value: no two sets give the same key)
     known = _TOOLS_IN.get(key)
     if known is not None:
         return known
     tools: list[c.Tool] = []
-    functions_only = True
+    no_hosted = True
     for i, raw in enumerate(raws):
         tool: w.FunctionTool | w.CustomTool | None
         try:
@@ -291,7 +291,7 @@ def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
         except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
             tool = _careful_tool(raw, i, hosted)
             if tool is None:
-                functions_only = False
+                no_hosted = False
                 continue
         if type(tool) is w.FunctionTool:
             tools.append(
@@ -304,13 +304,12 @@ def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
             )
         else:
             assert type(tool) is w.CustomTool
-            functions_only = False
             tools.append(
                 c.Tool(
                     name=tool.name, kind="custom", description=tool.description, format=tool.format
                 )
             )
-    if functions_only:
+    if no_hosted:
         _TOOLS_IN.put(key, tools)
     return tools
 
