@@ -25,7 +25,7 @@ each turn, so in a process that served the previous turn only the new turn's cal
 miss; every client decoder likewise looks its tool declarations up by their bytes
 (``proxai_asgi.tool_schemas``). ``--cold`` empties them before every translation, as
 for a conversation the process has never seen (its first request, another worker's,
-after a restart). ``--tools realistic`` sends a coding agent's ~40 KB tool set in
+after a restart). ``--tools realistic`` sends a coding agent's ~60 KB tool set in
 place of the five small tools.
 """
 
@@ -68,7 +68,7 @@ TURNS = {14: 12, 200: 60, 1000: 150}
 def realistic_tools() -> list[c.Tool]:
     """A tool set the size of a coding agent's (Claude Code sends ~20 tools, Codex ~10):
     20 tools, descriptions of 0.4-4 KB, schemas of 2-9 documented properties (enums,
-    arrays of objects), about 40 KB of JSON in all."""
+    arrays of objects), about 60 KB of JSON in all."""
     tools = []
     for k in range(20):
         props: dict[str, object] = {}
@@ -222,7 +222,7 @@ def main() -> None:
         "--tools",
         choices=sorted(TOOL_SETS),
         default="bench",
-        help="five small tools, or a coding agent's ~40 KB set",
+        help="five small tools, or a coding agent's ~60 KB set",
     )
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
