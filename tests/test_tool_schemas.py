@@ -248,12 +248,15 @@ def test_translated_tools_are_the_bytes_of_the_dict_path_for_any_schema(
 ) -> None:
     """Decoded with empty look-ups and again from them, a client's request gives every
     upstream the body (or the error) and the token estimate that the same canonical
-    request with its schemas as dicts gives (with a custom tool, as Codex sends)."""
+    request with its schemas as dicts gives (with a custom tool, as Codex sends, or a
+    cache mark on Anthropic's last tool)."""
     tools = [_tool(client, s, f"t{i}") for i, s in enumerate(schemas)]
     if client == G:
         tools = [{"functionDeclarations": [t["functionDeclarations"][0] for t in tools]}]
     elif custom and client in (C, R):
         tools.append(_PATCH_TOOL[client])
+    elif custom:  # an Anthropic SDK user's mark on the last tool, to cache them all
+        tools[-1]["cache_control"] = {"type": "ephemeral"}
     body = json.dumps(_body(client, tools), **layout).encode()
     tool_schemas.forget()
     cold = get_codec(client).decode_request(body, TranslationReport())

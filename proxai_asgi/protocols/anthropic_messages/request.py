@@ -54,7 +54,8 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
-# how many keys the usual tool declaration has: name, input_schema (and description)
+# how many keys the usual tool declaration has: name, input_schema (and description;
+# and cache_control, counted apart)
 _PLAIN_TOOL_KEY_COUNTS = (3, 2)  # (indexed by ``description is None``)
 # The fields an agent loop's turn leaves out, handled only when one is there.
 RARE_FIELDS = absent(
@@ -575,14 +576,16 @@ def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
         if type(decl) is not dict:  # (likewise)
             raise ProxyError.invalid("tools: a tool must be an object", "tools")
         name, schema, about = decl.get("name"), decl.get("input_schema"), decl.get("description")
+        mark = decl.get("cache_control")  # (SDK users mark the last tool to cache them all)
         if (
             type(name) is str
             and type(schema) is dict
             and (about is None or type(about) is str)
+            and (mark is None or type(mark) is dict)
             # no other key (a length, not a key-set test: that was a fifth of the loop)
-            and len(decl) == _PLAIN_TOOL_KEY_COUNTS[about is None]
+            and len(decl) == _PLAIN_TOOL_KEY_COUNTS[about is None] + (mark is not None)
         ):
-            tool = c.Tool(name=name, description=about, parameters=schema)
+            tool = c.Tool(name=name, description=about, parameters=schema, cache_control=mark)
             plain.append(tool)
             out.append(tool)
         else:
