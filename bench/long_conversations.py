@@ -22,8 +22,11 @@ protocols:
 The Anthropic codec keeps bounded look-ups keyed by content (a call id's safe form, a
 call's arguments and their encoded ``input``): an agent loop resends every earlier call
 each turn, so in a process that served the previous turn only the new turn's calls
-miss. ``--cold`` empties them before every translation, as for a conversation the
-process has never seen (its first request, another worker's, after a restart).
+miss; every client decoder likewise looks its tool declarations up by their bytes
+(``proxai_asgi.tool_schemas``). ``--cold`` empties them before every translation, as
+for a conversation the process has never seen (its first request, another worker's,
+after a restart). ``--tools realistic`` sends a coding agent's ~60 KB tool set in
+place of the five small tools.
 """
 
 from __future__ import annotations
@@ -62,16 +65,58 @@ OPTIONS = UpstreamOptions()
 TURNS = {14: 12, 200: 60, 1000: 150}
 
 
-def conversation(turns: int, output_lines: int) -> c.Request:
+def realistic_tools() -> list[c.Tool]:
+    """A tool set the size of a coding agent's (Claude Code sends ~20 tools, Codex ~10):
+    20 tools, descriptions of 0.4-4 KB, schemas of 2-9 documented properties (enums,
+    arrays of objects), about 60 KB of JSON in all."""
+    tools = []
+    for k in range(20):
+        props: dict[str, object] = {}
+        for j in range(2 + k % 8):
+            about = f"What argument {j} of tool {k} means, its units and its default. " * 2
+            if j % 3 == 1:
+                props[f"arg_{j}"] = {
+                    "type": "string",
+                    "enum": ["a", "b", "c"],
+                    "description": about,
+                }
+            elif j % 3 == 2:
+                item = {"type": "object", "properties": {"old": {"type": "string"}}}
+                props[f"arg_{j}"] = {"type": "array", "items": item, "description": about}
+            else:
+                props[f"arg_{j}"] = {"type": "string", "description": about}
+        schema = {
+            "type": "object",
+            "properties": props,
+            "required": ["arg_0"],
+            "additionalProperties": False,
+            "$schema": "http://json-schema.org/draft-07/schema#",
+        }
+        about = f"Tool {k} does one thing well; usage notes, examples and caveats follow. "
+        tools.append(
+            c.Tool(name=f"tool_{k}", description=about * (5 + 5 * (k % 10)), parameters=schema)
+        )
+    return tools
+
+
+def bench_tools() -> list[c.Tool]:
+    """Five small tools."""
     schema = {
         "type": "object",
         "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
         "required": ["path"],
     }
-    tools = [
+    return [
         c.Tool(name=f"tool_{k}", description=f"Tool number {k}. " * 8, parameters=schema)
         for k in range(5)
     ]
+
+
+TOOL_SETS = {"bench": bench_tools, "realistic": realistic_tools}
+
+
+def conversation(turns: int, output_lines: int, tool_set: str = "bench") -> c.Request:
+    tools = TOOL_SETS[tool_set]()
     messages = [c.Message(role="user", content=[c.Text(text="Refactor the module. " * 30)])]
     for turn in range(turns):
         call = f"call_{turn:04d}"
@@ -104,13 +149,13 @@ def conversation(turns: int, output_lines: int) -> c.Request:
     )
 
 
-def body_of(protocol: ProtocolName, kb: int) -> bytes:
-    """An agent-loop body in ``protocol`` of about ``kb`` KB."""
+def body_of(protocol: ProtocolName, kb: int, tool_set: str = "bench") -> bytes:
+    """An agent-loop body in ``protocol`` of about ``kb`` KB (at least its tools)."""
     turns = TURNS.get(kb, max(1, kb // 8))
     lines = 1
     while True:
         body = get_codec(protocol).encode_request(
-            conversation(turns, lines), TranslationReport(), OPTIONS
+            conversation(turns, lines, tool_set), TranslationReport(), OPTIONS
         )
         if len(body) >= kb * 1000 or lines > 100_000:
             return body
@@ -136,13 +181,14 @@ def floor(body: bytes) -> bytes:
 
 def forget() -> None:
     """Empty the codecs' content-keyed look-ups (those a tree has)."""
-    from proxai_asgi import json_objects
+    from proxai_asgi import json_objects, tool_schemas
     from proxai_asgi.protocols.anthropic_messages import request
 
     for name in ("_SAFE_IDS", "_ARGUMENTS_IN"):
         getattr(request, name, {}).clear()
     json_objects.RAW_OBJECTS.clear()
     json_objects.ARGUMENTS.clear()
+    tool_schemas.forget()
 
 
 def timed(fn: Callable[[bytes], bytes], body: bytes, cold: bool = False) -> float:
@@ -171,9 +217,15 @@ def main() -> None:
     parser.add_argument(
         "--cold", action="store_true", help="empty the codecs' look-ups before each translation"
     )
+    parser.add_argument(
+        "--tools",
+        choices=sorted(TOOL_SETS),
+        default="bench",
+        help="five small tools, or a coding agent's ~60 KB set",
+    )
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    bodies = {(p, kb): body_of(p, kb) for p in ALL for kb in sizes}
+    bodies = {(p, kb): body_of(p, kb, args.tools) for p in ALL for kb in sizes}
     print(
         "| direction | body | ours | floor | ours / floor | peak memory / body "
         "| floor's peak / body |"

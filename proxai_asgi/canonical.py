@@ -147,7 +147,9 @@ class Tool(msgspec.Struct, gc=False, kw_only=True):
     name: str
     kind: ToolKind = "function"
     description: str | None = None
-    parameters: dict[str, Any] | None = None  # JSON schema (function tools)
+    # JSON schema (function tools); as a client decoder gives it, often encoded already
+    # (``tool_schemas``: exactly the bytes an encoder writes for the dict).
+    parameters: dict[str, Any] | msgspec.Raw | None = None
     strict: bool | None = None
     # Custom tools: the input format, always in the Responses shape
     # (``{type: "text"}`` or ``{type: "grammar", syntax, definition}``); the Chat codec

@@ -4,7 +4,12 @@ upstreams that cannot count. Documented as about four characters per token."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from . import canonical as c
+from . import tool_schemas
 
 
 def _part_chars(p: c.Part) -> int:
@@ -19,10 +24,17 @@ def _part_chars(p: c.Part) -> int:
     return 0
 
 
+def _schema_chars(schema: dict[str, Any] | msgspec.Raw | None) -> int:
+    """The length of the schema dict's ``str`` (counted so since the first estimate)."""
+    if type(schema) is msgspec.Raw:
+        return tool_schemas.facts(schema).text_length
+    return len(str(schema or ""))
+
+
 def estimate_input_tokens(request: c.Request) -> int:
     chars = sum(len(t.text) for t in request.system)
     for m in request.messages:
         chars += 4 + sum(_part_chars(p) for p in m.content)
     for t in request.tools:
-        chars += len(t.name) + len(t.description or "") + len(str(t.parameters or ""))
+        chars += len(t.name) + len(t.description or "") + _schema_chars(t.parameters)
     return max(1, (chars + 3) // 4)

@@ -36,7 +36,7 @@ from typing import Any, Literal, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, json_objects, reasoning_carry
+from ... import exact_json, ids, json_objects, reasoning_carry, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -55,7 +55,8 @@ _json = msgspec.json.Decoder()
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
 _one_pass = OnePassDecoder(wire.ClientRequest, _KNOWN_FIELDS)
 _TOOL_FIELDS = frozenset(wire.ToolParam.__struct_fields__)
-# how many keys the usual tool declaration has: name, input_schema (and description)
+# how many keys the usual tool declaration has: name, input_schema (and description;
+# and cache_control, counted apart)
 _PLAIN_TOOL_KEY_COUNTS = (3, 2)  # (indexed by ``description is None``)
 # The fields an agent loop's turn leaves out, handled only when one is there.
 RARE_FIELDS = absent(
@@ -151,7 +152,8 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
 
 
 def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c.Request:
-    validate(req)
+    declared = _declared(req.tools) if req.tools else None
+    validate(req, declared)
     system = _system_in(req.system)
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
@@ -163,7 +165,7 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
         tool_results_follow(req.messages)
         raise
 
-    tools, hosted = _tools_in(req.tools, report) if req.tools else ([], [])
+    tools, hosted = _tools_in(declared, report) if declared else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
     out = c.Request(
         model=req.model,
@@ -566,30 +568,65 @@ def _assistant_turn(
     return c.Message(role="assistant", content=parts)
 
 
+# Sets of the usual tool declarations (a name, a description, a schema) by their bytes:
+# an agent loop resends the same set with every request (``tool_schemas``).
+_TOOLS_IN = tool_schemas.ToolLookup()
+
+
+def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
+    """The client's tool declarations: the usual ones as canonical tools, the others
+    decoded for ``_tools_in``; a set of usual ones only is looked up by its bytes (one
+    hash of the whole set: a look-up per tool cost twice as much)."""
+    key = bytes(raw_tools)
+    known = _TOOLS_IN.get(key)
+    if known is not None:
+        return known  # type: ignore[return-value]
+    decls = _json.decode(key)
+    if decls is None:
+        return []
+    if type(decls) is not list:  # (``decode_request`` names it as the strict decode does)
+        raise ProxyError.invalid("tools: expected a list", "tools")
+    out: list[c.Tool | dict[str, Any]] = []
+    plain: list[c.Tool] = []
+    for decl in decls:
+        if type(decl) is not dict:  # (likewise)
+            raise ProxyError.invalid("tools: a tool must be an object", "tools")
+        name, schema, about = decl.get("name"), decl.get("input_schema"), decl.get("description")
+        mark = decl.get("cache_control")  # (SDK users mark the last tool to cache them all)
+        if (
+            type(name) is str
+            and type(schema) is dict
+            and (about is None or type(about) is str)
+            and (mark is None or type(mark) is dict)
+            # no other key (a length, not a key-set test: that was a fifth of the loop)
+            and len(decl) == _PLAIN_TOOL_KEY_COUNTS[about is None] + (mark is not None)
+        ):
+            tool = c.Tool(name=name, description=about, parameters=schema, cache_control=mark)
+            plain.append(tool)
+            out.append(tool)
+        else:
+            out.append(decl)
+    if len(plain) == len(out):
+        _TOOLS_IN.put(key, plain)
+    return out
+
+
 def _tools_in(
-    raw_tools: list[dict[str, Any]], report: TranslationReport
+    declared: list[c.Tool | dict[str, Any]], report: TranslationReport
 ) -> tuple[list[c.Tool], list[c.HostedTool]]:
     tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
-    for i, raw in enumerate(raw_tools):
+    for i, raw in enumerate(declared):
+        if type(raw) is c.Tool:  # the usual declaration (``_declared``)
+            tools.append(raw)
+            continue
+        assert type(raw) is dict
         kind = raw.get("type")
         if kind is not None and kind != "custom":
             if not isinstance(kind, str):
                 path = f"tools[{i}].type"
                 raise ProxyError.invalid(f"{path}: expected a string", path)
             hosted.append(c.HostedTool(protocol="anthropic_messages", type=kind, raw=raw))
-            continue
-        # The usual declaration (a name, a description, a schema) as ``convert`` gives
-        # it: five of them in every request of an agent loop.
-        name, schema, about = raw.get("name"), raw.get("input_schema"), raw.get("description")
-        if (
-            type(name) is str
-            and type(schema) is dict
-            and (about is None or type(about) is str)
-            # no other key (a length, not a key-set test: that was a fifth of the loop)
-            and len(raw) == _PLAIN_TOOL_KEY_COUNTS[about is None]
-        ):
-            tools.append(c.Tool(name=name, description=about, parameters=schema))
             continue
         try:
             t = msgspec.convert(raw, wire.ToolParam)
@@ -1144,10 +1181,16 @@ def _tools_out(
         if t.kind == "custom":
             report.reject(f"tools[{i}]", "custom (freeform) tools cannot be Anthropic tools")
             continue
-        schema = t.parameters if t.parameters is not None else _DEFAULT_SCHEMA
-        if "type" not in schema:
-            schema = {"type": "object", **schema}
-        elif schema["type"] != "object":
+        schema: dict[str, Any] | msgspec.Raw | None = (
+            t.parameters if t.parameters is not None else _DEFAULT_SCHEMA
+        )
+        if type(schema) is msgspec.Raw:  # kept encoded (``tool_schemas``)
+            schema = tool_schemas.anthropic_form(schema)
+        elif "type" not in schema:  # type: ignore[operator]
+            schema = {"type": "object", **schema}  # type: ignore[dict-item]
+        elif schema["type"] != "object":  # type: ignore[index]
+            schema = None
+        if schema is None:
             path = f"tools[{i}].parameters"
             raise ProxyError.invalid(f"{path}: Anthropic tool schemas must be of type object", path)
         out.append(

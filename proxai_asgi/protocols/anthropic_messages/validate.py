@@ -10,7 +10,7 @@ per request (image blocks are checked while they are decoded).
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ...errors import ProxyError
 from . import wire
@@ -32,7 +32,7 @@ TOOL_TYPES = (
 )
 
 
-def validate(req: wire.ClientMessagesRequest) -> None:
+def validate(req: wire.ClientMessagesRequest, tools: list[Any] | None = None) -> None:
     """Raise the 400 Anthropic gives for the cases the translation would otherwise alter.
     The messages' tool_use / tool_result pairing is checked while they are converted
     (``request._messages_in``), which calls ``tool_results_follow`` for the error."""
@@ -52,7 +52,9 @@ def validate(req: wire.ClientMessagesRequest) -> None:
                 "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
                 "thinking.budget_tokens",
             )
-    for i, tool in enumerate(req.tools or ()):
+    for i, tool in enumerate(tools or ()):  # (the usual declarations: canonical tools)
+        if type(tool) is not dict:
+            continue
         kind = tool.get("type")
         if kind is not None and not (isinstance(kind, str) and kind.startswith(TOOL_TYPES)):
             raise ProxyError.invalid(

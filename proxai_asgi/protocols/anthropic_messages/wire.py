@@ -294,7 +294,7 @@ class ToolParam(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
     name: str
     description: str | None = None
-    input_schema: dict[str, Any] | None = None
+    input_schema: dict[str, Any] | msgspec.Raw | None = None  # (Raw: ``tool_schemas``)
     cache_control: dict[str, Any] | None = None
     strict: bool | None = None
     type: str | None = None
@@ -364,6 +364,9 @@ class ClientMessagesRequest(MessagesRequest, kw_only=True):
     an object)."""
 
     messages: list[ClientInputMessage]  # type: ignore[assignment]
+    # Left encoded: a resent set of the usual declarations is looked up by its bytes
+    # (``request.py``); empty when the body has no ``tools``.
+    tools: msgspec.Raw = msgspec.Raw()  # type: ignore[assignment]
 
 
 class ClientRequest(ClientMessagesRequest, kw_only=True, forbid_unknown_fields=True):

@@ -37,12 +37,12 @@ from __future__ import annotations
 import functools
 import re
 from types import UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any, NamedTuple, Union, get_args, get_origin
 
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, json_objects
+from ... import exact_json, json_objects, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -255,9 +255,22 @@ def _tools_decoders() -> tuple[
     )
 
 
+class _FunctionTools(NamedTuple):
+    """The usual ``tools`` of a fast decode: their bytes and, typed, the declarations
+    (or the canonical tools the same bytes made before)."""
+
+    key: bytes
+    tools: list[wire.FunctionTool] | list[c.Tool]
+
+
+# The usual ``tools`` by their bytes: an agent loop resends the same ones with every
+# request (``tool_schemas``).
+_TOOLS_IN = tool_schemas.ToolLookup()
+
+
 def _decode_camel(
     body: bytes,
-) -> tuple[wire.GenerateContentRequest, list[wire.FunctionTool] | None] | None:
+) -> tuple[wire.GenerateContentRequest, _FunctionTools | None] | None:
     """The body decoded by the strict classes, and its tools when they are the usual
     ones (``req.tools`` is then None); None when the general path must decode it."""
     try:
@@ -268,11 +281,17 @@ def _decode_camel(
     req.tools = None
     if not raw:  # no ``tools`` key
         return req, None
+    key = bytes(raw)
+    known = _TOOLS_IN.get(key)
+    if known is not None:
+        return req, _FunctionTools(key, known)
     typed, untyped = _tools_decoders()
     try:
-        return req, typed.decode(raw)
+        decoded = typed.decode(raw)
     except (msgspec.DecodeError, ValueError):
         pass
+    else:
+        return req, None if decoded is None else _FunctionTools(key, decoded)
     try:
         tools = untyped.decode(raw)
     except (msgspec.DecodeError, ValueError):
@@ -309,7 +328,7 @@ def to_canonical(
     report: TranslationReport,
     model: str,
     stream: bool,
-    function_tools: list[wire.FunctionTool] | None = None,
+    function_tools: _FunctionTools | None = None,
 ) -> c.Request:
     """The canonical request; ``function_tools`` are the usual tools, typed by the fast
     decode (the request's own ``tools`` are then None)."""
@@ -320,9 +339,7 @@ def to_canonical(
     if function_tools is None:
         tools, hosted = _tools_in(req.tools or [], report)
     else:
-        tools, hosted = [], []
-        for t in function_tools:
-            _declarations_in(t.function_declarations or [], tools, report)
+        tools, hosted = _function_tools_in(function_tools, report), []
     out = c.Request(
         model=model,
         messages=messages,
@@ -726,6 +743,24 @@ def _tools_in(
                 raise _invalid(ValueError(message)) from None
             _declarations_in(decls, tools, report)
     return tools, hosted
+
+
+def _function_tools_in(function_tools: _FunctionTools, report: TranslationReport) -> list[c.Tool]:
+    key, typed = function_tools
+    if not typed or type(typed[0]) is c.Tool:  # made before (``_decode_camel``)
+        return typed  # type: ignore[return-value]
+    tools: list[c.Tool] = []
+    plain = True  # nothing reported: the same tools for the same bytes
+    for t in typed:
+        decls: list[wire.FunctionDeclaration] = t.function_declarations or []  # type: ignore[union-attr]
+        _declarations_in(decls, tools, report)
+        for d in decls:  # (as ``_declarations_in`` reports them)
+            answer = d.response is not None or d.response_json_schema is not None
+            if answer or d.behavior is not None:
+                plain = False
+    if plain:
+        _TOOLS_IN.put(key, tools)
+    return tools
 
 
 def _declarations_in(

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry
+from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
 from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -237,6 +237,41 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
+# Sets of function tools by their bytes, decoded (their schemas as ``tool_schemas``
+# keeps them; never changed once made): an agent loop resends the same set with every
+# request.
+_TOOL_DEFS: tool_schemas.Lookup[list[w.ToolDef]] = tool_schemas.Lookup()
+_SCHEMAS = tool_schemas.SchemaLookup()
+_CLIENT_TOOL_DEFS: LazyDecoder[list[w.ClientToolDef] | None] = LazyDecoder(
+    list[w.ClientToolDef] | None
+)
+
+
+def _tool_defs_in(req: w.ClientChatRequest) -> bool:
+    """Decode the one-pass decode's tools (left encoded), or find them by their bytes;
+    False when they are not what ``w.ChatRequest`` takes (the general decode names it)."""
+    key = bytes(req.tools)
+    defs: list[w.ToolDef] | None = _TOOL_DEFS.get(key)
+    if defs is None:
+        try:
+            decoded = _CLIENT_TOOL_DEFS.decode(key)
+            functions_only = True
+            for t in decoded or ():
+                f = t.function
+                if f is not None:
+                    p = f.parameters
+                    f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
+                if f is None or t.type not in ("function", _UNSET):
+                    functions_only = False
+        except (msgspec.DecodeError, tool_schemas.NotAnObject):
+            return False
+        defs = decoded  # type: ignore[assignment]
+        if functions_only and defs:
+            _TOOL_DEFS.put(key, defs)
+    req.tools = defs  # type: ignore[assignment]
+    return True
+
+
 def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
     tools: list[c.Tool] = []
     for i, t in enumerate(req.tools or ()):
@@ -325,7 +360,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
     ones (``w.ClientChatRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
     one = _ONE_PASS.decode(body, report)
-    if one is not None:
+    if one is not None and (not one.tools or _tool_defs_in(one)):
         return one
     try:
         req = _REQUEST_DEC.decode(body)

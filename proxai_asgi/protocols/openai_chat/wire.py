@@ -136,7 +136,7 @@ Message = (
 class FunctionDef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     name: str
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: dict[str, Any] | msgspec.Raw | None = None  # (Raw: ``tool_schemas``)
     strict: bool | None = None
 
 
@@ -150,6 +150,17 @@ class ToolDef(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     type: str | UnsetType = UNSET  # absent: "function"
     function: FunctionDef | None = None
     custom: CustomDef | None = None
+
+
+class ClientFunctionDef(FunctionDef, kw_only=True):
+    """``FunctionDef`` as ``request.py`` first reads a client's: its schema left
+    encoded, to be held as ``tool_schemas`` keeps it."""
+
+    parameters: msgspec.Raw | UnsetType = UNSET  # type: ignore[assignment]
+
+
+class ClientToolDef(ToolDef, kw_only=True):
+    function: ClientFunctionDef | None = None
 
 
 class NamedRef(msgspec.Struct, kw_only=True, gc=False):
@@ -227,6 +238,9 @@ class ClientChatRequest(ChatRequest, kw_only=True, forbid_unknown_fields=True):
     prediction: msgspec.Raw | UnsetType = UNSET
     web_search_options: msgspec.Raw | UnsetType = UNSET
     store: msgspec.Raw | UnsetType = UNSET
+    # Left encoded: ``request.py`` looks a resent set of function tools up by its bytes
+    # (empty when the body has no ``tools``).
+    tools: msgspec.Raw = msgspec.Raw()  # type: ignore[assignment]
 
 
 # ============================================================ upstream answer (lenient)

@@ -9,7 +9,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry
+from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
 from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -169,6 +169,11 @@ RARE_FIELDS = absent(
 )
 
 
+# Sets of tool declarations by their bytes: an agent loop resends the same set with
+# every request (``tool_schemas``).
+_TOOLS_IN = tool_schemas.ToolLookup()
+
+
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     req = _decode_body(body, report)
     # What the Responses API itself rejects with a 400 (never clamped, dropped or
@@ -193,32 +198,8 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         system.append(c.Text(text=req.instructions))
     messages = _input_messages(req.input, system, report)
 
-    tools: list[c.Tool] = []
     hosted: list[c.HostedTool] = []
-    for i, raw in enumerate(req.tools or ()):
-        tool: w.FunctionTool | w.CustomTool | None
-        try:
-            tool = _client_tool.decode(raw)
-        except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
-            tool = _careful_tool(raw, i, hosted)
-            if tool is None:
-                continue
-        if type(tool) is w.FunctionTool:
-            tools.append(
-                c.Tool(
-                    name=tool.name,
-                    parameters=tool.parameters,
-                    description=tool.description,
-                    strict=tool.strict,
-                )
-            )
-        else:
-            assert type(tool) is w.CustomTool
-            tools.append(
-                c.Tool(
-                    name=tool.name, kind="custom", description=tool.description, format=tool.format
-                )
-            )
+    tools = _tools_in(req.tools, hosted) if req.tools else []
 
     response_format = None
     if req.text is not None:
@@ -292,6 +273,46 @@ HOSTED_TOOL_TYPES = (
     "tool_search",
     "namespace",
 )
+
+
+def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
+    """The function and custom tools (hosted ones appended to ``hosted``); a set of
+    no hosted tool (Codex's: functions and its custom ``apply_patch``) is looked up by
+    its bytes (one hash of the whole set: a look-up per tool cost twice as much)."""
+    key = b",".join(raws)  # (each a whole JSON value: no two sets give the same key)
+    known = _TOOLS_IN.get(key)
+    if known is not None:
+        return known
+    tools: list[c.Tool] = []
+    no_hosted = True
+    for i, raw in enumerate(raws):
+        tool: w.FunctionTool | w.CustomTool | None
+        try:
+            tool = _client_tool.decode(raw)
+        except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
+            tool = _careful_tool(raw, i, hosted)
+            if tool is None:
+                no_hosted = False
+                continue
+        if type(tool) is w.FunctionTool:
+            tools.append(
+                c.Tool(
+                    name=tool.name,
+                    parameters=tool.parameters,
+                    description=tool.description,
+                    strict=tool.strict,
+                )
+            )
+        else:
+            assert type(tool) is w.CustomTool
+            tools.append(
+                c.Tool(
+                    name=tool.name, kind="custom", description=tool.description, format=tool.format
+                )
+            )
+    if no_hosted:
+        _TOOLS_IN.put(key, tools)
+    return tools
 
 
 def _careful_tool(
@@ -671,6 +692,17 @@ def effort_for_budget(budget_tokens: int) -> str:
     return "high"
 
 
+_EMPTY_SCHEMA = Raw(b"{}")  # ``{}`` as ``tool_schemas.compact`` holds it
+
+
+def _schema_out(schema: dict[str, Any] | Raw | None) -> dict[str, Any] | Raw:
+    """A function tool's schema as sent: none or an empty one (which the API refuses)
+    as an object schema of no properties."""
+    if type(schema) is Raw:
+        return {"type": "object", "properties": {}} if schema == _EMPTY_SCHEMA else schema
+    return schema or {"type": "object", "properties": {}}
+
+
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
@@ -706,7 +738,7 @@ def encode_request(
                 w.FunctionTool(
                     name=t.name,
                     description=t.description,
-                    parameters=t.parameters or {"type": "object", "properties": {}},
+                    parameters=_schema_out(t.parameters),
                     # The Responses API defaults to strict schemas, which most schemas
                     # written for other protocols do not satisfy: say it explicitly.
                     strict=bool(t.strict),

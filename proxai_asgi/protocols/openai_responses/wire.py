@@ -150,7 +150,7 @@ class ItemHead(Struct):
 
 class FunctionTool(_TaggedOmit, tag="function", gc=False):
     name: str
-    parameters: dict[str, Any] | None = None
+    parameters: dict[str, Any] | Raw | None = None  # (Raw: ``tool_schemas``)
     description: str | None = None
     strict: bool | None = None
 

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import json_objects
+from proxai_asgi import json_objects, tool_schemas
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.gemini_generate_content import request, signatures, wire
+from tests.helpers.schemas import plain_tools
 
 # Request-shaped keys in both spellings, the user's own data keys, and unknown keys.
 _keys = st.sampled_from(
@@ -179,14 +180,17 @@ def test_sdk_body_takes_the_fast_path_with_its_tools_renamed() -> None:
 def test_camel_case_function_declarations_are_typed_in_the_one_pass() -> None:
     declaration = {"name": "f", "description": "d", "parametersJsonSchema": {"type": "object"}}
     body = {**SDK_BODY, "tools": [{"functionDeclarations": [declaration]}]}
+    tool_schemas.forget()
     fast = request._decode_camel(json.dumps(body).encode())
     assert fast is not None
     req, function_tools = fast
     assert req.tools is None
     assert function_tools is not None
-    assert msgspec.to_builtins(function_tools) == [{"functionDeclarations": [declaration]}]
+    assert msgspec.to_builtins(function_tools.tools) == [{"functionDeclarations": [declaration]}]
     out = request.decode_request(json.dumps(body).encode(), TranslationReport())
-    assert out.tools == [c.Tool(name="f", description="d", parameters={"type": "object"})]
+    assert plain_tools(out.tools) == [
+        c.Tool(name="f", description="d", parameters={"type": "object"})
+    ]
 
 
 def test_proto_names_and_unknown_fields_decline_the_fast_path() -> None:

@@ -10,6 +10,7 @@ import pytest
 from proxai_asgi import canonical as c
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.openai_chat import CODEC
+from tests.helpers.schemas import plain_tools
 
 from ._util import decode_req
 
@@ -347,7 +348,7 @@ def test_chat_function_and_custom_tool_definitions_map_to_tools() -> None:
             ]
         )
     )
-    assert r.tools == [
+    assert plain_tools(r.tools) == [
         c.Tool(name="f", description="d", parameters={"type": "object"}, strict=True),
         c.Tool(
             name="apply_patch",

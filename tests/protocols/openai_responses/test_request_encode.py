@@ -12,6 +12,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi import reasoning_carry
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.openai_responses import CODEC
+from tests.helpers.schemas import plain_tools
 
 from ._util import decode_req, encode_req, req
 from .test_request_decode import CODEX_REQUEST
@@ -560,7 +561,8 @@ def test_codex_request_decode_encode_decode_is_stable() -> None:
     # conversation (the system prompt moves to instructions; store is false).
     assert again.messages == creq.messages
     assert [t.text for t in again.system] == [t.text for t in creq.system]
-    assert again.tools == creq.tools and again.hosted_tools == creq.hosted_tools
+    assert plain_tools(again.tools) == plain_tools(creq.tools)
+    assert again.hosted_tools == creq.hosted_tools
     assert again.tool_choice == creq.tool_choice and again.reasoning == creq.reasoning
     assert again.prompt_cache_key == creq.prompt_cache_key
     assert json.loads(upstream)["store"] is False

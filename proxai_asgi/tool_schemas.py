@@ -1,0 +1,197 @@
+"""Tool declarations, which an agent loop resends unchanged with every request, kept
+encoded.
+
+Decoding every tool's JSON schema into dicts and encoding it again toward the upstream
+cost ~3.7 µs of a 14 KB request and held ~0.28x its size in dicts (issue 16 §3); real
+tool sets are larger. So a client decoder looks a tool declaration up by its bytes
+(``ToolLookup``) and reuses the canonical tools it made from them the first time, whose
+``parameters`` hold the schema encoded once (``compact``): exactly
+``encode(decode(schema))``, the bytes an encoder writes for the dict, which the
+encoders now write as they are. ``facts`` tells an encoder what it would have read in
+the dict. Every look-up is bounded, keyed by content, and holds only bytes of its own
+(never a view into a request body).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import msgspec
+
+from . import canonical as c
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+_RAW = msgspec.Raw
+_V = TypeVar("_V")
+_copy = msgspec.structs.replace  # (a third of ``copy.copy``'s time)
+
+# Bounds of each look-up: cleared when one more entry would pass either.
+MAX_ENTRIES = 512
+MAX_BYTES = 2 << 20  # of keys; the values are about as large
+MAX_KEY_BYTES = 256 << 10  # larger declarations are converted every time
+
+
+def compact(schema: dict[str, Any]) -> msgspec.Raw:
+    """``schema`` encoded, as every encoder writes it."""
+    return _RAW(_encoder.encode(schema))
+
+
+def schema_dict(parameters: dict[str, Any] | msgspec.Raw | None) -> dict[str, Any] | None:
+    """A tool's schema as a dict (decoded when it is held encoded)."""
+    if type(parameters) is _RAW:
+        decoded: dict[str, Any] = _decoder.decode(parameters)
+        return decoded
+    return parameters  # type: ignore[return-value]
+
+
+class SchemaFacts(NamedTuple):
+    """What an encoder reads of an encoded schema."""
+
+    # As Anthropic takes it ("type": "object" added when it has no "type"); None when
+    # its "type" is another, which Anthropic refuses.
+    anthropic: msgspec.Raw | None
+    empty: bool  # ``{}``, which the Responses encoder replaces with an empty object schema
+    text_length: int  # ``len(str(schema or ""))``, which ``tokens`` counts
+
+
+def _facts_of(schema: dict[str, Any]) -> SchemaFacts:
+    if "type" not in schema:
+        anthropic: msgspec.Raw | None = compact({"type": "object", **schema})
+    elif schema["type"] == "object":
+        anthropic = compact(schema)
+    else:
+        anthropic = None
+    # (an empty schema counted as no schema, as ``tokens`` always has)
+    return SchemaFacts(anthropic=anthropic, empty=not schema, text_length=len(str(schema or "")))
+
+
+class _Bounded(Generic[_V]):
+    """A content-keyed look-up, cleared when one more entry would pass its bounds."""
+
+    __slots__ = ("_bytes", "_entries")
+
+    def __init__(self) -> None:
+        self._entries: dict[bytes, _V] = {}
+        self._bytes = 0
+        _LOOKUPS.append(self)
+
+    def _remember(self, key: bytes, value: _V) -> None:
+        if len(key) > MAX_KEY_BYTES:
+            return
+        if len(self._entries) >= MAX_ENTRIES or self._bytes + len(key) > MAX_BYTES:
+            self.clear()
+        self._entries[key] = value
+        self._bytes += len(key)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_LOOKUPS: list[_Bounded[Any]] = []  # every one, for ``forget``
+
+
+class _FactsLookup(_Bounded[SchemaFacts]):
+    __slots__ = ()
+
+    def get(self, schema: msgspec.Raw) -> SchemaFacts:
+        key = bytes(schema)
+        found = self._entries.get(key)
+        if found is None:
+            found = _facts_of(_decoder.decode(key))
+            self._remember(key, found)
+        return found
+
+
+_FACTS = _FactsLookup()
+facts = _FACTS.get  # the facts of an encoded schema, computed once per content
+
+
+# How a schema whose "type" is "object", written first, starts (the usual one): as
+# Anthropic takes it already, told without hashing the whole schema for ``facts``.
+_OBJECT_FIRST = b'{"type":"object"'
+
+
+def anthropic_form(schema: msgspec.Raw) -> msgspec.Raw | None:
+    """``facts(schema).anthropic``, cheaply for the usual schema."""
+    if memoryview(schema)[: len(_OBJECT_FIRST)] == _OBJECT_FIRST:
+        return schema
+    return facts(schema).anthropic
+
+
+def encoded(tool: c.Tool) -> c.Tool:
+    """A copy of ``tool``, its schema held encoded."""
+    p = tool.parameters
+    return msgspec.structs.replace(tool, parameters=compact(p) if type(p) is dict else p)
+
+
+class NotAnObject(ValueError):
+    """A schema that is neither an object nor null: the decoder's general path names it."""
+
+
+class SchemaLookup(_Bounded["msgspec.Raw | None"]):
+    """Schema bytes as a client sent them -> the schema as ``compact`` holds it (for a
+    decoder that reads the rest of a declaration itself)."""
+
+    __slots__ = ()
+
+    def get(self, raw: msgspec.Raw) -> msgspec.Raw | None:
+        """``raw`` compact (None for ``null``); ``NotAnObject`` for any other value."""
+        key = bytes(raw)
+        try:
+            return self._entries[key]
+        except KeyError:
+            pass
+        schema = _decoder.decode(key)
+        if schema is not None and type(schema) is not dict:
+            raise NotAnObject
+        made = None if schema is None else compact(schema)
+        self._remember(key, made)
+        return made
+
+
+class Lookup(_Bounded[_V]):
+    """Declaration bytes -> what a decoder made of them, shared by every request that
+    sends those bytes (so never changed once put)."""
+
+    __slots__ = ()
+
+    def get(self, key: bytes) -> _V | None:
+        return self._entries.get(key)
+
+    def put(self, key: bytes, value: _V) -> None:
+        """Remember ``value`` for ``key`` (which must be bytes of its own)."""
+        self._remember(key, value)
+
+
+class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
+    """Declaration bytes -> the canonical tools a decoder made of them (with their
+    schemas encoded). Each hit gives copies, as a request may change its own tools (a
+    custom tool's ``format`` dict is shared: nothing changes it)."""
+
+    __slots__ = ()
+
+    def get(self, key: bytes) -> list[c.Tool] | None:
+        made = self._entries.get(key)
+        if made is None:
+            return None
+        return [_copy(t) for t in made]
+
+    def put(self, key: bytes, tools: list[c.Tool]) -> None:
+        """Remember the tools made of ``key`` (which must be bytes of its own)."""
+        self._remember(key, tuple(encoded(t) for t in tools))
+
+
+def forget() -> None:
+    """Empty every look-up (a first request's cost, for ``bench/long_conversations.py``)."""
+    for lookup in _LOOKUPS:
+        lookup.clear()
+
+
+def entries() -> int:
+    """How many entries the look-ups hold in all."""
+    return sum(len(lookup) for lookup in _LOOKUPS)

@@ -1,0 +1,20 @@
+"""Canonical tools with their schemas as dicts, for comparing a decoded request (whose
+schemas a client decoder may hold encoded: ``proxai_asgi.tool_schemas``) with one
+built by hand."""
+
+from __future__ import annotations
+
+import msgspec
+
+from proxai_asgi import canonical as c
+from proxai_asgi import tool_schemas
+
+
+def plain_tools(tools: list[c.Tool]) -> list[c.Tool]:
+    return [
+        msgspec.structs.replace(t, parameters=tool_schemas.schema_dict(t.parameters)) for t in tools
+    ]
+
+
+def plain_request(request: c.Request) -> c.Request:
+    return msgspec.structs.replace(request, tools=plain_tools(request.tools))
