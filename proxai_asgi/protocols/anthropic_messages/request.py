@@ -869,7 +869,7 @@ def _messages_out(
                 tool_use(
                     id=safe_ids.get(p.id) or _safe_id(p.id),
                     name=p.name,
-                    input=cast("dict[str, Any]", value),  # (encoded as it is)
+                    input=value,  # type: ignore[arg-type]  # (encoded as it is; no cast() call)
                 ),
             ]
             if turn is not None and not turn_user:
@@ -902,7 +902,7 @@ def _messages_out(
                     tool_use(
                         id=safe_ids.get(p.id) or _safe_id(p.id),
                         name=p.name,
-                        input=cast("dict[str, Any]", raw),  # (encoded as it is)
+                        input=raw,  # type: ignore[arg-type]  # (encoded as it is)
                     )
                 )
             elif type(p) is reasoning and assistant and p.signature is None and p.redacted is None:
