@@ -1246,21 +1246,21 @@ def _media_out(p: c.Image | c.File) -> wire.Part:
     raise ProxyError.invalid("a file_id reference cannot be carried to Gemini; send the data")
 
 
-def _tools_out(request: c.Request, report: TranslationReport) -> list[dict[str, Any]]:
-    decls: list[dict[str, Any]] = []
+def _tools_out(
+    request: c.Request, report: TranslationReport
+) -> list[wire.DeclarationsOut | dict[str, Any]]:
+    decls: list[wire.DeclarationOut] = []
     for i, t in enumerate(request.tools):
         if t.kind == "custom":
             report.reject(f"tools[{i}]", "custom (freeform) tools cannot be Gemini functions")
             continue
-        d: dict[str, Any] = {"name": t.name}
-        if t.description:
-            d["description"] = t.description
-        if t.parameters is not None:
-            d["parametersJsonSchema"] = t.parameters
+        # (an empty description is left out, as a None one)
+        decls.append(wire.DeclarationOut(t.name, t.description or None, t.parameters))
         if t.strict:
             report.drop("tools.strict")
-        decls.append(d)
-    out: list[dict[str, Any]] = [{"functionDeclarations": decls}] if decls else []
+    out: list[wire.DeclarationsOut | dict[str, Any]] = (
+        [wire.DeclarationsOut(decls)] if decls else []
+    )
     for h in request.hosted_tools:
         if h.protocol == "gemini_generate_content":
             out.append(h.raw)

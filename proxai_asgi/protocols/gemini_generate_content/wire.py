@@ -152,6 +152,21 @@ class _Out(msgspec.Struct, omit_defaults=True, rename="camel", gc=False):
     pass
 
 
+class DeclarationOut(_Out):
+    """A function declaration as the encoder sends it (a dict of up to three keys held
+    ~3x the memory: five per agent-loop request)."""
+
+    name: str
+    description: str | None = None
+    parameters_json_schema: Any = None
+
+
+class DeclarationsOut(_Out):
+    """The ``tools`` entry that holds the function declarations."""
+
+    function_declarations: list[DeclarationOut]
+
+
 class CallOut(_Out):
     """A ``FunctionCall`` as the encoder sends it: ``args`` an object, or the bytes of
     one (``json_objects``). Defaults as ``FunctionCall``'s, so it leaves out what that
@@ -205,7 +220,7 @@ class UpstreamRequest(_Out, kw_only=True):
 
     contents: list[UpstreamContent] = msgspec.field(default_factory=list)  # [] is left out
     system_instruction: Content | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[DeclarationsOut | dict[str, Any]] | None = None  # or a server tool's
     tool_config: ToolConfig | None = None
     generation_config: GenerationConfig | None = None
 
