@@ -184,8 +184,7 @@ def forget() -> None:
     from proxai_asgi import json_objects, tool_schemas
     from proxai_asgi.protocols.anthropic_messages import request
 
-    for name in ("_SAFE_IDS", "_ARGUMENTS_IN"):
-        getattr(request, name, {}).clear()
+    request._SAFE_IDS.clear()
     json_objects.RAW_OBJECTS.clear()
     json_objects.ARGUMENTS.clear()
     tool_schemas.forget()

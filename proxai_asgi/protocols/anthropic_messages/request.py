@@ -351,22 +351,15 @@ def _check_answered(
 
 
 # A call's ``input`` (its JSON, as the client wrote it) as canonical arguments: the JSON
-# text of the object, as ``response.arguments_json`` gives it, by a dict look-up (an
-# agent loop resends every call each turn). Bounded: short inputs, cleared when full.
-_ARGUMENTS_IN: dict[bytes, str] = {}
-_ARGUMENTS_IN_MAX = 2048
-_ARGUMENT_MAX_BYTES = 512
+# text of the object, as ``response.arguments_json`` gives it, by a look-up shared with
+# Gemini's ``args`` (``json_objects.ARGUMENTS``: an agent loop resends every call).
+_ARGUMENTS_IN = json_objects.ARGUMENTS
 
 
 def _arguments_in(raw: bytes) -> str:
     if not raw.startswith(b"{"):  # (``decode_request`` names it as the strict decode does)
         raise ProxyError.invalid("tool_use.input: Input should be an object")
-    arguments = _encoder.encode(_json.decode(raw)).decode()
-    if len(raw) <= _ARGUMENT_MAX_BYTES:
-        if len(_ARGUMENTS_IN) >= _ARGUMENTS_IN_MAX:
-            _ARGUMENTS_IN.clear()
-        _ARGUMENTS_IN[raw] = arguments
-    return arguments
+    return json_objects.arguments(raw)
 
 
 # Blocks are told apart by ``type(b) is``, not ``isinstance``: a failed ``isinstance``

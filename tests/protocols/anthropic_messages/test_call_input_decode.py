@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
+from proxai_asgi import json_objects
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import request, wire
 
@@ -116,6 +117,6 @@ def test_an_input_with_duplicate_keys_gives_the_objects_json() -> None:
 
 
 def test_the_kept_arguments_are_bounded() -> None:
-    for n in range(request._ARGUMENTS_IN_MAX + 10):
+    for n in range(json_objects.ARGUMENTS_MAX + 10):
         request._arguments_in(b'{"n":%d}' % n)
-        assert len(request._ARGUMENTS_IN) <= request._ARGUMENTS_IN_MAX
+        assert len(json_objects.ARGUMENTS) <= json_objects.ARGUMENTS_MAX
