@@ -37,14 +37,6 @@ def compact(schema: dict[str, Any]) -> msgspec.Raw:
     return _RAW(_encoder.encode(schema))
 
 
-def schema_dict(parameters: dict[str, Any] | msgspec.Raw | None) -> dict[str, Any] | None:
-    """A tool's schema as a dict (decoded when it is held encoded)."""
-    if type(parameters) is _RAW:
-        decoded: dict[str, Any] = _decoder.decode(parameters)
-        return decoded
-    return parameters  # type: ignore[return-value]
-
-
 class SchemaFacts(NamedTuple):
     """What an encoder reads of an encoded schema."""
 
@@ -126,7 +118,7 @@ def anthropic_form(schema: msgspec.Raw) -> msgspec.Raw | None:
 def encoded(tool: c.Tool) -> c.Tool:
     """A copy of ``tool``, its schema held encoded."""
     p = tool.parameters
-    return msgspec.structs.replace(tool, parameters=compact(p) if type(p) is dict else p)
+    return _copy(tool, parameters=compact(p) if type(p) is dict else p)
 
 
 class NotAnObject(ValueError):

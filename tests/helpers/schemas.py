@@ -4,16 +4,22 @@ built by hand."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from proxai_asgi import canonical as c
-from proxai_asgi import tool_schemas
+
+
+def _schema_dict(parameters: dict[str, Any] | msgspec.Raw | None) -> dict[str, Any] | None:
+    if type(parameters) is msgspec.Raw:
+        decoded: dict[str, Any] = msgspec.json.decode(parameters)
+        return decoded
+    return parameters
 
 
 def plain_tools(tools: list[c.Tool]) -> list[c.Tool]:
-    return [
-        msgspec.structs.replace(t, parameters=tool_schemas.schema_dict(t.parameters)) for t in tools
-    ]
+    return [msgspec.structs.replace(t, parameters=_schema_dict(t.parameters)) for t in tools]
 
 
 def plain_request(request: c.Request) -> c.Request:
