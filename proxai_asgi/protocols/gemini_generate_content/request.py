@@ -906,7 +906,7 @@ def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
-    return exact_json.encode(_encoder, to_wire(request, report))
+    return exact_json.encode_made(_encoder, to_wire, request, report)
 
 
 def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
@@ -950,21 +950,22 @@ _CallOut = wire.CallOut
 _ResponseOut, _Output = wire.ResponseOut, wire.Output
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
+_ModelTurn, _TextThenCall = wire.ModelTurn, wire.TextThenCall
+_SkippedCallPart = wire.SkippedCallPart
+_AnswerTurn, _OneResponse = wire.AnswerTurn, wire.OneResponse
 _RAW_OBJECTS = json_objects.RAW_OBJECTS
 _DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
 _OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
-def _contents_out(
-    messages: list[c.Message], report: TranslationReport
-) -> list[wire.UpstreamContent]:
+def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.UpstreamTurn]:
     """The conversation as Gemini turns, in one walk. The usual parts (a model turn's
     text and calls, a tool result's text, a user text) are made inline; a model turn
     with any other part goes through ``_model_out``, any other user part through
     ``_user_part_out``."""
-    turns: list[wire.UpstreamContent] = []
-    last: wire.UpstreamContent | None = None
+    turns: list[wire.UpstreamTurn] = []
+    last: wire.UpstreamTurn | None = None
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
@@ -992,7 +993,7 @@ def _contents_out(
                     None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                 )
                 answers.append(response)
-                last, last_role = _Content("user", [_ResponsePart(response)]), "user"
+                last, last_role = _AnswerTurn(_OneResponse(_ResponsePart(response))), "user"
                 turns.append(last)
                 continue
         elif (
@@ -1005,22 +1006,23 @@ def _contents_out(
         ):
             call_id, arguments = p.id, p.arguments
             names[call_id] = name = p.name
-            parts: list[wire.UpstreamPart] = [
-                _TextPart(said.text),
-                _CallPart(
-                    _SKIP_VALIDATOR,
-                    _CallOut(
-                        name,
-                        (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                        or _call_args(arguments, p.kind),
-                        None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+            last = _ModelTurn(
+                _TextThenCall(
+                    _TextPart(said.text),
+                    _SkippedCallPart(
+                        _CallOut(
+                            name,
+                            (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                            or _call_args(arguments, p.kind),
+                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        )
                     ),
-                ),
-            ]
-            last, last_role = _Content("model", parts), "model"
+                )
+            )
+            last_role = "model"
             turns.append(last)
             continue
-        parts = []
+        parts: list[wire.UpstreamPart] = []
         if m.role == "assistant":
             role = "model"
             first = True  # the first call gets the skip-validator signature (no Gemini's)
@@ -1073,9 +1075,11 @@ def _contents_out(
         if not parts:
             continue
         if last_role == role:
-            last.parts.extend(parts)  # type: ignore[union-attr]
+            if type(last) is not _Content:  # a turn built whole, opened to take more parts
+                last = turns[-1] = _opened(last)  # type: ignore[arg-type]
+            last.parts.extend(parts)
             if role == "user" and (not mixed or mixed[-1] is not last):
-                mixed.append(last)  # type: ignore[arg-type]
+                mixed.append(last)
         else:
             last, last_role = _Content(role, parts), role
             turns.append(last)
@@ -1086,6 +1090,13 @@ def _contents_out(
     for t in mixed:  # function responses come first in a user turn
         t.parts.sort(key=_not_a_response)
     return turns
+
+
+def _opened(turn: wire.ModelTurn | wire.AnswerTurn) -> wire.UpstreamContent:
+    """A turn built whole as the same turn with a list of parts."""
+    if type(turn) is _ModelTurn:
+        return _Content("model", [turn.parts.text, turn.parts.call])
+    return _Content("user", [turn.parts.response])  # type: ignore[union-attr]
 
 
 def _not_a_response(p: wire.UpstreamPart) -> bool:
