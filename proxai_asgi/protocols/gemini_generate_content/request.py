@@ -264,8 +264,9 @@ class _FunctionTools(NamedTuple):
 
 
 # The usual ``tools`` by their bytes: an agent loop resends the same ones with every
-# request (``tool_schemas``).
-_TOOLS_IN = tool_schemas.ToolLookup()
+# request (``tool_schemas``); kept from their second sighting, so that a first request
+# costs what it did before the look-up.
+_TOOLS_IN = tool_schemas.ToolLookup(on_second_sighting=True)
 
 
 def _decode_camel(
