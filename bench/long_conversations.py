@@ -185,8 +185,7 @@ def forget() -> None:
     from proxai_asgi.protocols.anthropic_messages import request
 
     request._SAFE_IDS.clear()
-    json_objects.RAW_OBJECTS.clear()
-    json_objects.ARGUMENTS.clear()
+    json_objects.forget()
     tool_schemas.forget()
 
 

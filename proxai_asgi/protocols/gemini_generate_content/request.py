@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from types import UnionType
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
@@ -395,6 +396,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     last model turn's); what the other paths build is looked at (``settles``)."""
     messages: list[c.Message] = []
     add = messages.append
+    arguments_in = _arguments_way(contents)
     turn: list[c.Part] = []  # the last model turn's parts
     answered: list[str] | None = []  # the ids answered since; None once made into:
     unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
@@ -420,7 +422,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     call = _ToolCall(
                         id=(made := fc.id or call_id_for_history(i, 0)),
                         name=fc.name,
-                        arguments=_call_arguments_in(fc.args),
+                        arguments=arguments_in(fc.args),
                     )
                     turn = (
                         [_Text(text=said.text), call]
@@ -457,7 +459,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         _ToolCall(
                             id=(made := fc.id or call_id_for_history(i, calls)),
                             name=fc.name,
-                            arguments=_call_arguments_in(fc.args),
+                            arguments=arguments_in(fc.args),
                         )
                     )
                     calls += 1
@@ -558,6 +560,37 @@ def _call_arguments_in(args: Any) -> str:
         key = bytes(args)
         return _ARGUMENTS.get(key) or _arguments_in(key)
     return (_EMPTY_ARGS if args is None else _encode(args)).decode()
+
+
+def _unkept_arguments_in(args: Any) -> str:
+    """``_call_arguments_in`` without the table (a conversation not seen before)."""
+    if type(args) is _Raw:
+        value = _json.decode(args) if args else None
+        if type(value) is dict:
+            return _encode(value).decode()
+        if value is not None:
+            raise _Decline
+        return "{}"
+    return _call_arguments_in(args)
+
+
+_FIRST_CONTENTS = 4  # where a conversation's first call is looked for
+
+
+def _arguments_way(contents: list[wire.Content]) -> Callable[[Any], str]:
+    """How this request's calls' ``args`` become arguments: through the table
+    unless its first call is one of a conversation not seen before
+    (``json_objects.kept``)."""
+    for content in contents[:_FIRST_CONTENTS]:
+        for p in content.parts:
+            fc = p.function_call
+            args: Any = fc.args if fc is not None else None
+            if type(args) is _Raw:
+                key = bytes(args)
+                if json_objects.kept(key, _ARGUMENTS, json_objects.ARGUMENT_MAX_BYTES):
+                    return _call_arguments_in
+                return _unkept_arguments_in
+    return _call_arguments_in
 
 
 def _arguments_in(raw: bytes) -> str:
@@ -970,6 +1003,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
+    args_of = _call_args if _objects_kept(messages) else _args_out
     mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
     for m in messages:
         # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
@@ -1014,7 +1048,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                         _CallOut(
                             name,
                             (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                            or _call_args(arguments, p.kind),
+                            or args_of(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
                     ),
@@ -1036,7 +1070,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                         _CallOut(
                             name,
                             (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                            or _call_args(arguments, p.kind),
+                            or args_of(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),
                     )
@@ -1098,6 +1132,22 @@ def _opened(turn: wire.ModelTurn | wire.AnswerTurn) -> wire.UpstreamContent:
     if type(turn) is _ModelTurn:
         return _Content("model", [turn.parts.text, turn.parts.call])
     return _Content("user", [turn.parts.response])  # type: ignore[union-attr]
+
+
+_FIRST_MESSAGES = 4  # where a conversation's first call is looked for
+
+
+def _objects_kept(messages: list[c.Message]) -> bool:
+    """Whether this request's calls' ``args`` go through the table (``_call_args``):
+    unless its first call is one of a conversation not seen before
+    (``json_objects.kept``); then ``_args_out``'s object, the same bytes."""
+    for m in messages[:_FIRST_MESSAGES]:
+        for p in m.content:
+            if type(p) is _ToolCall and p.kind == "function":
+                return json_objects.kept(
+                    p.arguments, _RAW_OBJECTS, json_objects.RAW_OBJECT_MAX_CHARS
+                )
+    return True
 
 
 def _not_a_response(p: wire.UpstreamPart) -> bool:
