@@ -984,9 +984,7 @@ _CallOut = wire.CallOut
 _ResponseOut, _Output = wire.ResponseOut, wire.Output
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
-_ModelTurn, _TextThenCall = wire.ModelTurn, wire.TextThenCall
-_SkippedCallPart = wire.SkippedCallPart
-_AnswerTurn, _OneResponse = wire.AnswerTurn, wire.OneResponse
+_ModelTurn, _AnswerTurn, _SkippedCallPart = wire.ModelTurn, wire.AnswerTurn, wire.SkippedCallPart
 _RAW_OBJECTS = json_objects.RAW_OBJECTS
 _DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
 _OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
@@ -1004,7 +1002,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
     args_of = _call_args if _objects_kept(messages) else _args_out
-    mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
+    mixed: list[wire.UpstreamTurn] = []  # user turns of several parts, to order
     for m in messages:
         # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
         # turn of one result of one text, and an assistant turn of a text then one call,
@@ -1028,7 +1026,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                     None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                 )
                 answers.append(response)
-                last, last_role = _AnswerTurn(_OneResponse(_ResponsePart(response))), "user"
+                last, last_role = _AnswerTurn([_ResponsePart(response)]), "user"
                 turns.append(last)
                 continue
         elif (
@@ -1042,7 +1040,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
             call_id, arguments = p.id, p.arguments
             names[call_id] = name = p.name
             last = _ModelTurn(
-                _TextThenCall(
+                [
                     _TextPart(said.text),
                     _SkippedCallPart(
                         _CallOut(
@@ -1052,7 +1050,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
                     ),
-                )
+                ]
             )
             last_role = "model"
             turns.append(last)
@@ -1110,11 +1108,9 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
         if not parts:
             continue
         if last_role == role:
-            if type(last) is not _Content:  # a turn built whole, opened to take more parts
-                last = turns[-1] = _opened(last)  # type: ignore[arg-type]
-            last.parts.extend(parts)
+            last.parts.extend(parts)  # type: ignore[union-attr]
             if role == "user" and (not mixed or mixed[-1] is not last):
-                mixed.append(last)
+                mixed.append(last)  # type: ignore[arg-type]
         else:
             last, last_role = _Content(role, parts), role
             turns.append(last)
@@ -1125,13 +1121,6 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     for t in mixed:  # function responses come first in a user turn
         t.parts.sort(key=_not_a_response)
     return turns
-
-
-def _opened(turn: wire.ModelTurn | wire.AnswerTurn) -> wire.UpstreamContent:
-    """A turn built whole as the same turn with a list of parts."""
-    if type(turn) is _ModelTurn:
-        return _Content("model", [turn.parts.text, turn.parts.call])
-    return _Content("user", [turn.parts.response])  # type: ignore[union-attr]
 
 
 _FIRST_MESSAGES = 4  # where a conversation's first call is looked for

@@ -224,30 +224,17 @@ class UpstreamContent(_Out):
     parts: list[UpstreamPart]
 
 
-# An agent loop's two turns, built whole: each a fixed shape, so the parts are an
-# ``array_like`` Struct (encoded as the same JSON array, half a list's memory, and
-# freed rather than kept on the interpreter's list free list) and the role a tag.
-
-
-class TextThenCall(_Out, array_like=True):
-    text: TextPart
-    call: SkippedCallPart
+# An agent loop's two turns, built whole: the role a tag (written, not held). Their
+# parts stay a list, which a later message of the same role extends (an ``array_like``
+# Struct of fixed parts held ~0.09x of a 14 KB body less, but took 0.8 µs more to build).
 
 
 class ModelTurn(_Out, tag_field="role", tag="model"):
-    """``{"role": "model", "parts": [<text>, <call>]}``."""
-
-    parts: TextThenCall
-
-
-class OneResponse(_Out, array_like=True):
-    response: ResponsePart
+    parts: list[UpstreamPart]
 
 
 class AnswerTurn(_Out, tag_field="role", tag="user"):
-    """``{"role": "user", "parts": [<function response>]}``."""
-
-    parts: OneResponse
+    parts: list[UpstreamPart]
 
 
 UpstreamTurn = UpstreamContent | ModelTurn | AnswerTurn
