@@ -1001,7 +1001,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
-    args_of = _call_args if _objects_kept(messages) else _args_out
+    args_of: Callable[[str, str], msgspec.Raw | dict[str, Any]] | None = None  # (_args_way)
     mixed: list[wire.UpstreamTurn] = []  # user turns of several parts, to order
     for m in messages:
         # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
@@ -1046,7 +1046,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                         _CallOut(
                             name,
                             (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                            or args_of(arguments, p.kind),
+                            or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
                     ),
@@ -1068,7 +1068,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                         _CallOut(
                             name,
                             (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                            or args_of(arguments, p.kind),
+                            or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),
                     )
@@ -1123,20 +1123,15 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     return turns
 
 
-_FIRST_MESSAGES = 4  # where a conversation's first call is looked for
-
-
-def _objects_kept(messages: list[c.Message]) -> bool:
-    """Whether this request's calls' ``args`` go through the table (``_call_args``):
-    unless its first call is one of a conversation not seen before
-    (``json_objects.kept``); then ``_args_out``'s object, the same bytes."""
-    for m in messages[:_FIRST_MESSAGES]:
-        for p in m.content:
-            if type(p) is _ToolCall and p.kind == "function":
-                return json_objects.kept(
-                    p.arguments, _RAW_OBJECTS, json_objects.RAW_OBJECT_MAX_CHARS
-                )
-    return True
+def _args_way(arguments: str) -> Callable[[str, str], msgspec.Raw | dict[str, Any]]:
+    """How the calls of a request whose first call missing the table has ``arguments``
+    are sent: through the table (``_call_args``), unless that call is one not seen before
+    (``json_objects.kept``: a conversation's first request, or its newest call); then as
+    ``_args_out``'s object, the same bytes. (A request whose calls are all in the table
+    never asks.)"""
+    if json_objects.kept(arguments, _RAW_OBJECTS, json_objects.RAW_OBJECT_MAX_CHARS):
+        return _call_args
+    return _args_out
 
 
 def _not_a_response(p: wire.UpstreamPart) -> bool:
