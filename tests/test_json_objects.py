@@ -117,3 +117,36 @@ def test_a_gemini_conversation_not_seen_before_fills_nothing_but_a_note(
         gemini.decode_request(raw, TranslationReport())
         filled = len(json_objects.RAW_OBJECTS), len(json_objects.ARGUMENTS)
         assert filled == ((0, 0) if n == 0 else (1, 1))
+
+
+def test_a_new_call_in_a_known_conversation_is_kept_from_its_second_sighting() -> None:
+    """A turn's newest call misses the tables while the earlier ones hit: it is noted the
+    first time, put in the tables the second, and found from the third."""
+    old, new = '{"n": 1}', '{"n": 2}'
+    between = c.Message(role="user", content=[c.Text(text="go on")])
+    turns = [_call_turn(old)[0], between, _call_turn(new)[0]]
+    contents = [
+        {"role": "model", "parts": [{"text": "t"}, {"functionCall": {"name": "f", "args": a}}]}
+        for a in ({"n": 1}, {"n": 2})
+    ]
+    body = msgspec.json.encode({"contents": contents}).replace(b'{"n":2}', new.encode())
+    json_objects.forget()
+    for _ in range(2):  # the conversation's first call, seen twice: kept
+        gemini._contents_out(_call_turn(old), TranslationReport())
+        gemini.decode_request(msgspec.json.encode({"contents": contents[:1]}), TranslationReport())
+    assert (len(json_objects.RAW_OBJECTS), len(json_objects.ARGUMENTS)) == (1, 1)
+    for n in range(3):
+        out = gemini.encode_request(
+            c.Request(model="m", messages=turns), TranslationReport(), UpstreamOptions()
+        )
+        assert out.count(b'"args":{"n":2}') == 1
+        request = gemini.decode_request(body, TranslationReport())
+        assert [
+            p.arguments for m in request.messages for p in m.content if type(p) is c.ToolCall
+        ] == [
+            '{"n":1}',
+            '{"n":2}',
+        ]
+        assert (
+            (new in json_objects.RAW_OBJECTS) == (new.encode() in json_objects.ARGUMENTS) == (n > 0)
+        )

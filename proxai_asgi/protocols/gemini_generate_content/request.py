@@ -396,7 +396,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     last model turn's); what the other paths build is looked at (``settles``)."""
     messages: list[c.Message] = []
     add = messages.append
-    arguments_in = _arguments_way(contents)
+    arguments_in: Callable[[Any], str] | None = None  # (_arguments_way)
     turn: list[c.Part] = []  # the last model turn's parts
     answered: list[str] | None = []  # the ids answered since; None once made into:
     unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
@@ -422,7 +422,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     call = _ToolCall(
                         id=(made := fc.id or call_id_for_history(i, 0)),
                         name=fc.name,
-                        arguments=arguments_in(fc.args),
+                        arguments=_known_arguments(args := fc.args)
+                        or (arguments_in or (arguments_in := _arguments_way(args)))(args),
                     )
                     turn = (
                         [_Text(text=said.text), call]
@@ -459,7 +460,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         _ToolCall(
                             id=(made := fc.id or call_id_for_history(i, calls)),
                             name=fc.name,
-                            arguments=arguments_in(fc.args),
+                            arguments=_known_arguments(args := fc.args)
+                            or (arguments_in or (arguments_in := _arguments_way(args)))(args),
                         )
                     )
                     calls += 1
@@ -553,44 +555,37 @@ _EMPTY_ARGS = b"{}"
 _Raw, _ARGUMENTS = msgspec.Raw, json_objects.ARGUMENTS
 
 
-def _call_arguments_in(args: Any) -> str:
-    """A call's ``args`` as canonical arguments: raw from the fast decode, a dict (or
-    None) from the general path."""
+def _known_arguments(args: Any) -> str | None:
+    """A call's ``args`` as canonical arguments: raw from the fast decode, found in the
+    table (None when not: ``_arguments_way``); a dict (or None) from the general path."""
     if type(args) is _Raw:
-        key = bytes(args)
-        return _ARGUMENTS.get(key) or _arguments_in(key)
+        return _ARGUMENTS.get(bytes(args))
     return (_EMPTY_ARGS if args is None else _encode(args)).decode()
 
 
+def _kept_arguments_in(args: Any) -> str:
+    """Raw ``args`` the table lacks, converted and put in it."""
+    return _arguments_in(bytes(args))
+
+
 def _unkept_arguments_in(args: Any) -> str:
-    """``_call_arguments_in`` without the table (a conversation not seen before)."""
-    if type(args) is _Raw:
-        value = _json.decode(args) if args else None
-        if type(value) is dict:
-            return _encode(value).decode()
-        if value is not None:
-            raise _Decline
-        return "{}"
-    return _call_arguments_in(args)
+    """``_kept_arguments_in`` without the table (a call not seen before)."""
+    value = _json.decode(args) if args else None
+    if type(value) is dict:
+        return _encode(value).decode()
+    if value is not None:
+        raise _Decline
+    return "{}"
 
 
-_FIRST_CONTENTS = 4  # where a conversation's first call is looked for
-
-
-def _arguments_way(contents: list[wire.Content]) -> Callable[[Any], str]:
-    """How this request's calls' ``args`` become arguments: through the table
-    unless its first call is one of a conversation not seen before
-    (``json_objects.kept``)."""
-    for content in contents[:_FIRST_CONTENTS]:
-        for p in content.parts:
-            fc = p.function_call
-            args: Any = fc.args if fc is not None else None
-            if type(args) is _Raw:
-                key = bytes(args)
-                if json_objects.kept(key, _ARGUMENTS, json_objects.ARGUMENT_MAX_BYTES):
-                    return _call_arguments_in
-                return _unkept_arguments_in
-    return _call_arguments_in
+def _arguments_way(args: Any) -> Callable[[Any], str]:
+    """How the calls the table lacks are converted, in a request whose first such call
+    has ``args``: through the table, unless that call is one not seen before
+    (``json_objects.kept``: a conversation's first request, or its newest call). A
+    request whose calls are all in the table never asks."""
+    if json_objects.kept(bytes(args), _ARGUMENTS, json_objects.ARGUMENT_MAX_BYTES):
+        return _kept_arguments_in
+    return _unkept_arguments_in
 
 
 def _arguments_in(raw: bytes) -> str:
