@@ -422,8 +422,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     call = _ToolCall(
                         id=(made := fc.id or call_id_for_history(i, 0)),
                         name=fc.name,
-                        arguments=_known_arguments(args := fc.args)
-                        or (arguments_in or (arguments_in := _arguments_way(args)))(args),
+                        arguments=(arguments_in or _known_arguments)(args := fc.args)
+                        or (arguments_in := _arguments_way(args))(args),
                     )
                     turn = (
                         [_Text(text=said.text), call]
@@ -460,8 +460,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         _ToolCall(
                             id=(made := fc.id or call_id_for_history(i, calls)),
                             name=fc.name,
-                            arguments=_known_arguments(args := fc.args)
-                            or (arguments_in or (arguments_in := _arguments_way(args)))(args),
+                            arguments=(arguments_in or _known_arguments)(args := fc.args)
+                            or (arguments_in := _arguments_way(args))(args),
                         )
                     )
                     calls += 1
@@ -563,13 +563,18 @@ def _known_arguments(args: Any) -> str | None:
     return (_EMPTY_ARGS if args is None else _encode(args)).decode()
 
 
-def _kept_arguments_in(args: Any) -> str:
-    """Raw ``args`` the table lacks, converted and put in it."""
-    return _arguments_in(bytes(args))
+def _call_arguments_in(args: Any) -> str:
+    """``_known_arguments``, raw ``args`` the table lacks converted and put in it."""
+    if type(args) is _Raw:
+        key = bytes(args)
+        return _ARGUMENTS.get(key) or _arguments_in(key)
+    return (_EMPTY_ARGS if args is None else _encode(args)).decode()
 
 
 def _unkept_arguments_in(args: Any) -> str:
-    """``_kept_arguments_in`` without the table (a call not seen before)."""
+    """``_call_arguments_in`` without the table (a call not seen before)."""
+    if type(args) is not _Raw:
+        return _call_arguments_in(args)
     value = _json.decode(args) if args else None
     if type(value) is dict:
         return _encode(value).decode()
@@ -579,12 +584,12 @@ def _unkept_arguments_in(args: Any) -> str:
 
 
 def _arguments_way(args: Any) -> Callable[[Any], str]:
-    """How the calls the table lacks are converted, in a request whose first such call
-    has ``args``: through the table, unless that call is one not seen before
-    (``json_objects.kept``: a conversation's first request, or its newest call). A
-    request whose calls are all in the table never asks."""
+    """How a request converts its calls' ``args`` once one has missed the table (these):
+    through the table, unless that call is one not seen before (``json_objects.kept``:
+    a conversation's first request, or its newest call); then without it. A request
+    whose calls are all in the table never asks."""
     if json_objects.kept(bytes(args), _ARGUMENTS, json_objects.ARGUMENT_MAX_BYTES):
-        return _kept_arguments_in
+        return _call_arguments_in
     return _unkept_arguments_in
 
 
