@@ -163,9 +163,19 @@ class Lookup(_Bounded[_V]):
 class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
     """Declaration bytes -> the canonical tools a decoder made of them (with their
     schemas encoded). Each hit gives copies, as a request may change its own tools (a
-    custom tool's ``format`` dict is shared: nothing changes it)."""
+    custom tool's ``format`` dict is shared: nothing changes it).
 
-    __slots__ = ()
+    ``on_second_sighting``: a set is kept only when its bytes come a second time. The
+    copies with schemas encoded cost half again the decode of the tools; a first
+    request (a process's, or a set a client never sent here before) then pays only a
+    note of its bytes, and a set sent once is never encoded for nothing."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self, *, on_second_sighting: bool = False) -> None:
+        super().__init__()
+        # keys seen once, when kept on the second sighting: bounded as the entries
+        self._seen: _Seen | None = _Seen() if on_second_sighting else None
 
     def get(self, key: bytes) -> list[c.Tool] | None:
         made = self._entries.get(key)
@@ -175,7 +185,28 @@ class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
 
     def put(self, key: bytes, tools: list[c.Tool]) -> None:
         """Remember the tools made of ``key`` (which must be bytes of its own)."""
-        self._remember(key, tuple(encoded(t) for t in tools))
+        if self._seen is None or self._seen.seen_again(key):
+            self._remember(key, tuple(encoded(t) for t in tools))
+
+    def clear(self) -> None:
+        super().clear()
+        if self._seen is not None:
+            self._seen.clear()
+
+
+class _Seen(_Bounded[None]):
+    """Keys seen once (their bytes only, bounded as every look-up)."""
+
+    __slots__ = ()
+
+    def seen_again(self, key: bytes) -> bool:
+        """Whether ``key`` was noted before (and is no longer); notes it when not."""
+        if key in self._entries:
+            del self._entries[key]
+            self._bytes -= len(key)
+            return True
+        self._remember(key, None)
+        return False
 
 
 def forget() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import tracemalloc
+from typing import Any
 
 import msgspec
 import pytest
@@ -97,6 +98,42 @@ def test_the_body_is_held_at_its_own_size() -> None:
     assert grown > peak  # what the plain encoder holds for the same body
 
 
+@given(JSON)
+def test_a_made_value_gives_the_same_bytes(value: object) -> None:
+    assert exact_json.encode_made(ENCODER, lambda v: v, value) == ENCODER.encode(value)
+
+
+def _made(size: int) -> dict[str, list[str]]:
+    # many small strings: objects that go back to the allocator when let go
+    return {"lines": [f"{k:08d}" for k in range(size)]}
+
+
+def test_a_made_value_is_let_go_before_the_body_is_copied() -> None:
+    """The peak holds the body or the value, whichever is larger, not both."""
+    size = len(ENCODER.encode(_made(400)))
+    for _ in range(3):
+        exact_json.encode_made(ENCODER, _made, 400)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        value = _made(400)
+        held = tracemalloc.get_traced_memory()[0] - base
+        del value
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        exact_json.encode_made(ENCODER, _made, 400)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        exact_json.encode(ENCODER, _made(400))
+        both = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert held > size  # (so that holding both would show)
+    assert peak <= held + 512
+    assert both >= held + size
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_every_request_encoder_writes_its_body_at_its_exact_size(
     protocol: ProtocolName, monkeypatch: pytest.MonkeyPatch
@@ -105,13 +142,18 @@ def test_every_request_encoder_writes_its_body_at_its_exact_size(
     encoder goes through ``exact_json`` (a plain ``Encoder.encode`` would hold up to
     1.5x the body while it is made)."""
     calls: list[bytes] = []
-    encode = exact_json.encode
+    encode, encode_made = exact_json.encode, exact_json.encode_made
 
     def counted(encoder: msgspec.json.Encoder, value: object) -> bytes:
         calls.append(out := encode(encoder, value))
         return out
 
+    def counted_made(encoder: msgspec.json.Encoder, make: Any, *args: Any) -> bytes:
+        calls.append(out := encode_made(encoder, make, *args))
+        return out
+
     monkeypatch.setattr(exact_json, "encode", counted)
+    monkeypatch.setattr(exact_json, "encode_made", counted_made)
     request = c.Request(
         model="m", messages=[c.Message(role="user", content=[c.Text(text="hi")])], max_tokens=8
     )

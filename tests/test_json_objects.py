@@ -8,7 +8,8 @@ import json
 from typing import Any
 
 import msgspec
-from hypothesis import given
+import pytest
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
@@ -57,8 +58,8 @@ def test_both_encoders_send_the_bytes_the_object_encodes_to(
 ) -> None:
     arguments = json.dumps(value, indent=indent)
     expected = msgspec.json.encode(msgspec.json.decode(arguments))
-    json_objects.RAW_OBJECTS.clear()
-    for _ in range(2):  # the first call fills the table, the second reads it
+    json_objects.forget()
+    for _ in range(3):  # not seen (Gemini: no table), seen once (filled), found
         if anthropic_first:
             assert bytes(anthropic._raw_input(arguments, 0, 0)) == expected
         encoded = gemini.encode_request(
@@ -68,3 +69,84 @@ def test_both_encoders_send_the_bytes_the_object_encodes_to(
         assert encoded.count(b'"args":' + expected + b',"id":"call_1"}') == 1
         assert call["args"] == value
         assert bytes(anthropic._raw_input(arguments, 0, 0)) == expected
+
+
+def test_a_first_call_is_noted_then_kept_from_its_second_sighting() -> None:
+    json_objects.forget()
+    table: dict[str, int] = {}
+    assert not json_objects.kept("a", table, 4)  # noted
+    assert json_objects.kept("a", table, 4)  # seen before: the request uses the table
+    assert not json_objects.kept("a", table, 4)  # (no longer noted: the table has it now)
+    table["a"] = 1
+    assert json_objects.kept("a", table, 4)
+    assert json_objects.kept("long!", table, 4)  # never kept: nothing to wait for
+    assert not json_objects.kept(b"a", {}, 4)  # bytes and text keys are distinct
+    json_objects.forget()
+    assert not json_objects.kept(b"a", {}, 4)
+
+
+def test_what_is_noted_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    json_objects.forget()
+    monkeypatch.setattr(json_objects, "SEEN_MAX", 8)
+    for n in range(50):
+        json_objects.kept(f"k{n}", {}, 16)
+        assert len(json_objects._SEEN) <= 8
+    json_objects.forget()
+    assert not json_objects._SEEN and not json_objects.ARGUMENTS and not json_objects.RAW_OBJECTS
+
+
+def _call_turn(arguments: str) -> list[c.Message]:
+    call = c.ToolCall(id="call_1", name="f", arguments=arguments)
+    return [c.Message(role="assistant", content=[c.Text(text="t"), call])]
+
+
+@given(_OBJECTS, st.sampled_from([None, 1]))
+def test_a_gemini_conversation_not_seen_before_fills_nothing_but_a_note(
+    value: dict[str, Any], indent: int | None
+) -> None:
+    """Its first request converts its calls without the tables; its second fills them."""
+    arguments = json.dumps(value, indent=indent)
+    assume(len(arguments.encode()) <= json_objects.ARGUMENT_MAX_BYTES)  # (else never kept)
+    raw = msgspec.json.encode(
+        {"contents": [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": value}}]}]}
+    )
+    raw = raw.replace(msgspec.json.encode(value), arguments.encode())
+    json_objects.forget()
+    for n in range(3):
+        gemini._contents_out(_call_turn(arguments), TranslationReport())
+        gemini.decode_request(raw, TranslationReport())
+        filled = len(json_objects.RAW_OBJECTS), len(json_objects.ARGUMENTS)
+        assert filled == ((0, 0) if n == 0 else (1, 1))
+
+
+def test_a_new_call_in_a_known_conversation_is_kept_from_its_second_sighting() -> None:
+    """A turn's newest call misses the tables while the earlier ones hit: it is noted the
+    first time, put in the tables the second, and found from the third."""
+    old, new = '{"n": 1}', '{"n": 2}'
+    between = c.Message(role="user", content=[c.Text(text="go on")])
+    turns = [_call_turn(old)[0], between, _call_turn(new)[0]]
+    contents = [
+        {"role": "model", "parts": [{"text": "t"}, {"functionCall": {"name": "f", "args": a}}]}
+        for a in ({"n": 1}, {"n": 2})
+    ]
+    body = msgspec.json.encode({"contents": contents}).replace(b'{"n":2}', new.encode())
+    json_objects.forget()
+    for _ in range(2):  # the conversation's first call, seen twice: kept
+        gemini._contents_out(_call_turn(old), TranslationReport())
+        gemini.decode_request(msgspec.json.encode({"contents": contents[:1]}), TranslationReport())
+    assert (len(json_objects.RAW_OBJECTS), len(json_objects.ARGUMENTS)) == (1, 1)
+    for n in range(3):
+        out = gemini.encode_request(
+            c.Request(model="m", messages=turns), TranslationReport(), UpstreamOptions()
+        )
+        assert out.count(b'"args":{"n":2}') == 1
+        request = gemini.decode_request(body, TranslationReport())
+        assert [
+            p.arguments for m in request.messages for p in m.content if type(p) is c.ToolCall
+        ] == [
+            '{"n":1}',
+            '{"n":2}',
+        ]
+        assert (
+            (new in json_objects.RAW_OBJECTS) == (new.encode() in json_objects.ARGUMENTS) == (n > 0)
+        )

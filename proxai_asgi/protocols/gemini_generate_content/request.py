@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from types import UnionType
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
@@ -264,8 +265,9 @@ class _FunctionTools(NamedTuple):
 
 
 # The usual ``tools`` by their bytes: an agent loop resends the same ones with every
-# request (``tool_schemas``).
-_TOOLS_IN = tool_schemas.ToolLookup()
+# request (``tool_schemas``); kept from their second sighting, so that a first request
+# costs what it did before the look-up.
+_TOOLS_IN = tool_schemas.ToolLookup(on_second_sighting=True)
 
 
 def _decode_camel(
@@ -394,6 +396,7 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     last model turn's); what the other paths build is looked at (``settles``)."""
     messages: list[c.Message] = []
     add = messages.append
+    arguments_in: Callable[[Any], str] | None = None  # (_arguments_way)
     turn: list[c.Part] = []  # the last model turn's parts
     answered: list[str] | None = []  # the ids answered since; None once made into:
     unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
@@ -419,7 +422,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                     call = _ToolCall(
                         id=(made := fc.id or call_id_for_history(i, 0)),
                         name=fc.name,
-                        arguments=_call_arguments_in(fc.args),
+                        arguments=(arguments_in or _known_arguments)(args := fc.args)
+                        or (arguments_in := _arguments_way(args))(args),
                     )
                     turn = (
                         [_Text(text=said.text), call]
@@ -456,7 +460,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
                         _ToolCall(
                             id=(made := fc.id or call_id_for_history(i, calls)),
                             name=fc.name,
-                            arguments=_call_arguments_in(fc.args),
+                            arguments=(arguments_in or _known_arguments)(args := fc.args)
+                            or (arguments_in := _arguments_way(args))(args),
                         )
                     )
                     calls += 1
@@ -550,13 +555,42 @@ _EMPTY_ARGS = b"{}"
 _Raw, _ARGUMENTS = msgspec.Raw, json_objects.ARGUMENTS
 
 
+def _known_arguments(args: Any) -> str | None:
+    """A call's ``args`` as canonical arguments: raw from the fast decode, found in the
+    table (None when not: ``_arguments_way``); a dict (or None) from the general path."""
+    if type(args) is _Raw:
+        return _ARGUMENTS.get(bytes(args))
+    return (_EMPTY_ARGS if args is None else _encode(args)).decode()
+
+
 def _call_arguments_in(args: Any) -> str:
-    """A call's ``args`` as canonical arguments: raw from the fast decode, a dict (or
-    None) from the general path."""
+    """``_known_arguments``, raw ``args`` the table lacks converted and put in it."""
     if type(args) is _Raw:
         key = bytes(args)
         return _ARGUMENTS.get(key) or _arguments_in(key)
     return (_EMPTY_ARGS if args is None else _encode(args)).decode()
+
+
+def _unkept_arguments_in(args: Any) -> str:
+    """``_call_arguments_in`` without the table (a call not seen before)."""
+    if type(args) is not _Raw:
+        return _call_arguments_in(args)
+    value = _json.decode(args) if args else None
+    if type(value) is dict:
+        return _encode(value).decode()
+    if value is not None:
+        raise _Decline
+    return "{}"
+
+
+def _arguments_way(args: Any) -> Callable[[Any], str]:
+    """How a request converts its calls' ``args`` once one has missed the table (these):
+    through the table, unless that call is one not seen before (``json_objects.kept``:
+    a conversation's first request, or its newest call); then without it. A request
+    whose calls are all in the table never asks."""
+    if json_objects.kept(bytes(args), _ARGUMENTS, json_objects.ARGUMENT_MAX_BYTES):
+        return _call_arguments_in
+    return _unkept_arguments_in
 
 
 def _arguments_in(raw: bytes) -> str:
@@ -906,7 +940,7 @@ def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
-    return exact_json.encode(_encoder, to_wire(request, report))
+    return exact_json.encode_made(_encoder, to_wire, request, report)
 
 
 def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
@@ -950,25 +984,25 @@ _CallOut = wire.CallOut
 _ResponseOut, _Output = wire.ResponseOut, wire.Output
 _TextPart, _CallPart, _ResponsePart = wire.TextPart, wire.CallPart, wire.ResponsePart
 _Content = wire.UpstreamContent
+_ModelTurn, _AnswerTurn, _SkippedCallPart = wire.ModelTurn, wire.AnswerTurn, wire.SkippedCallPart
 _RAW_OBJECTS = json_objects.RAW_OBJECTS
 _DERIVED_LOW, _DERIVED_HIGH = _prefix_range(DERIVED_CALL_PREFIX)
 _OBJECT_LOW, _OBJECT_HIGH = _prefix_range("{")  # a result's text that may be a JSON object
 _SKIP_VALIDATOR = signatures.SKIP_VALIDATOR
 
 
-def _contents_out(
-    messages: list[c.Message], report: TranslationReport
-) -> list[wire.UpstreamContent]:
+def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[wire.UpstreamTurn]:
     """The conversation as Gemini turns, in one walk. The usual parts (a model turn's
     text and calls, a tool result's text, a user text) are made inline; a model turn
     with any other part goes through ``_model_out``, any other user part through
     ``_user_part_out``."""
-    turns: list[wire.UpstreamContent] = []
-    last: wire.UpstreamContent | None = None
+    turns: list[wire.UpstreamTurn] = []
+    last: wire.UpstreamTurn | None = None
     last_role = ""
     names: dict[str, str] = {}  # call id -> name, of every call (the last of an id wins)
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
-    mixed: list[wire.UpstreamContent] = []  # user turns of several parts, to order
+    args_of: Callable[[str, str], msgspec.Raw | dict[str, Any]] | None = None  # (_args_way)
+    mixed: list[wire.UpstreamTurn] = []  # user turns of several parts, to order
     for m in messages:
         # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
         # turn of one result of one text, and an assistant turn of a text then one call,
@@ -992,7 +1026,7 @@ def _contents_out(
                     None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                 )
                 answers.append(response)
-                last, last_role = _Content("user", [_ResponsePart(response)]), "user"
+                last, last_role = _AnswerTurn([_ResponsePart(response)]), "user"
                 turns.append(last)
                 continue
         elif (
@@ -1005,22 +1039,23 @@ def _contents_out(
         ):
             call_id, arguments = p.id, p.arguments
             names[call_id] = name = p.name
-            parts: list[wire.UpstreamPart] = [
-                _TextPart(said.text),
-                _CallPart(
-                    _SKIP_VALIDATOR,
-                    _CallOut(
-                        name,
-                        (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                        or _call_args(arguments, p.kind),
-                        None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+            last = _ModelTurn(
+                [
+                    _TextPart(said.text),
+                    _SkippedCallPart(
+                        _CallOut(
+                            name,
+                            (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                            or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
+                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                        )
                     ),
-                ),
-            ]
-            last, last_role = _Content("model", parts), "model"
+                ]
+            )
+            last_role = "model"
             turns.append(last)
             continue
-        parts = []
+        parts: list[wire.UpstreamPart] = []
         if m.role == "assistant":
             role = "model"
             first = True  # the first call gets the skip-validator signature (no Gemini's)
@@ -1033,7 +1068,7 @@ def _contents_out(
                         _CallOut(
                             name,
                             (p.kind == "function" and _RAW_OBJECTS.get(arguments))
-                            or _call_args(arguments, p.kind),
+                            or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),
                     )
@@ -1086,6 +1121,17 @@ def _contents_out(
     for t in mixed:  # function responses come first in a user turn
         t.parts.sort(key=_not_a_response)
     return turns
+
+
+def _args_way(arguments: str) -> Callable[[str, str], msgspec.Raw | dict[str, Any]]:
+    """How the calls of a request whose first call missing the table has ``arguments``
+    are sent: through the table (``_call_args``), unless that call is one not seen before
+    (``json_objects.kept``: a conversation's first request, or its newest call); then as
+    ``_args_out``'s object, the same bytes. (A request whose calls are all in the table
+    never asks.)"""
+    if json_objects.kept(arguments, _RAW_OBJECTS, json_objects.RAW_OBJECT_MAX_CHARS):
+        return _call_args
+    return _args_out
 
 
 def _not_a_response(p: wire.UpstreamPart) -> bool:

@@ -20,6 +20,8 @@ from typing import Any
 
 import msgspec
 
+from .signatures import SKIP_VALIDATOR
+
 
 class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", gc=False):
     pass
@@ -207,7 +209,14 @@ class ResponsePart(_Out):
     function_response: UpstreamResponse
 
 
-UpstreamPart = Part | TextPart | CallPart | ResponsePart
+class SkippedCallPart(_Out, tag_field="thoughtSignature", tag=SKIP_VALIDATOR):
+    """A ``CallPart`` whose signature is ``SKIP_VALIDATOR`` (a call Gemini did not
+    make), written as a tag: the same bytes, one field fewer to hold."""
+
+    function_call: CallOut
+
+
+UpstreamPart = Part | TextPart | CallPart | SkippedCallPart | ResponsePart
 
 
 class UpstreamContent(_Out):
@@ -215,10 +224,26 @@ class UpstreamContent(_Out):
     parts: list[UpstreamPart]
 
 
+# An agent loop's two turns, built whole: the role a tag (written, not held). Their
+# parts stay a list, which a later message of the same role extends (an ``array_like``
+# Struct of fixed parts held ~0.09x of a 14 KB body less, but took 0.8 µs more to build).
+
+
+class ModelTurn(_Out, tag_field="role", tag="model"):
+    parts: list[UpstreamPart]
+
+
+class AnswerTurn(_Out, tag_field="role", tag="user"):
+    parts: list[UpstreamPart]
+
+
+UpstreamTurn = UpstreamContent | ModelTurn | AnswerTurn
+
+
 class UpstreamRequest(_Out, kw_only=True):
     """A ``GenerateContentRequest`` as the encoder sends it (the same fields, in order)."""
 
-    contents: list[UpstreamContent] = msgspec.field(default_factory=list)  # [] is left out
+    contents: list[UpstreamTurn] = msgspec.field(default_factory=list)  # [] is left out
     system_instruction: Content | None = None
     tools: list[DeclarationsOut | dict[str, Any]] | None = None  # or a server tool's
     tool_config: ToolConfig | None = None

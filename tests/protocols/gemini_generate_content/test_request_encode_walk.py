@@ -179,9 +179,9 @@ def test_a_call_sends_the_args_its_arguments_decode_to(
     def reference() -> object:
         return wire.FunctionCall(name="f", args=request._args_out(arguments, kind), id="call_1")
 
-    json_objects.RAW_OBJECTS.clear()
+    json_objects.forget()
     expected = _call_outcome(reference)
-    for _ in range(2):  # a miss, then a hit
+    for _ in range(3):  # not seen (no table), seen once (put in it), then found there
         assert _call_outcome(walked) == expected
 
 
@@ -190,15 +190,28 @@ _RESULT = c.ToolResult(call_id="call_1", content=[c.Text(text="ok")])
 _SAID = c.Text(text="said")
 
 
-@pytest.mark.parametrize("before", [None, "assistant", "user", "tool"])
+_NEIGHBOURS = [None, "assistant", "user", "tool"]
+
+
+@pytest.mark.parametrize("after", [*_NEIGHBOURS, "user text"])
+@pytest.mark.parametrize("before", _NEIGHBOURS)
 @pytest.mark.parametrize("role", ["assistant", "user", "tool"])
 @pytest.mark.parametrize("content", [[_RESULT], [_SAID, _CALL], [_CALL, _SAID], [_SAID]])
 def test_the_whole_turns_are_what_the_general_code_makes(
-    before: str | None, role: str, content: list[c.Part]
+    before: str | None, role: str, content: list[c.Part], after: str | None
 ) -> None:
-    """The agent loop's turns built whole, in any role and after any turn."""
+    """The agent loop's turns built whole, in any role, after any turn, and followed by
+    any turn (one of the same role is merged into them)."""
+
+    def neighbour(role: str) -> c.Message:
+        if role == "user text":
+            return c.Message(role="user", content=[_SAID])
+        earlier = [_SAID, _CALL] if role == "assistant" else [_RESULT]
+        return c.Message(role=role, content=earlier)  # type: ignore[arg-type]
+
     messages = [c.Message(role=role, content=content)]  # type: ignore[arg-type]
     if before is not None:
-        earlier = [_SAID, _CALL] if before == "assistant" else [_RESULT]
-        messages.insert(0, c.Message(role=before, content=earlier))  # type: ignore[arg-type]
+        messages.insert(0, neighbour(before))
+    if after is not None:
+        messages.append(neighbour(after))
     assert _outcome(request._contents_out, messages) == _outcome(_reference, messages)
