@@ -5,7 +5,7 @@ from __future__ import annotations
 import mimetypes
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -22,6 +22,7 @@ _REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
 _KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _ENC = msgspec.json.Encoder()
 _UNSET = msgspec.UNSET
+_copy = msgspec.structs.replace  # (a request's own copy of a canonical tool)
 
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"missing required field `([^`]+)`")
@@ -237,39 +238,87 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
-# Sets of function tools by their bytes, decoded (their schemas as ``tool_schemas``
-# keeps them; never changed once made): an agent loop resends the same set with every
-# request.
-_TOOL_DEFS: tool_schemas.Lookup[list[w.ToolDef]] = tool_schemas.Lookup()
+class _ToolSet(NamedTuple):
+    """A set of function tools as a client sent it, decoded once (never changed)."""
+
+    defs: list[w.ToolDef]  # as ``w.ChatRequest`` holds them (their schemas as kept)
+    tools: tuple[c.Tool, ...]  # the canonical tools made of them (copied per request)
+
+
+class _ToolSets(tool_schemas.Lookup[_ToolSet]):
+    """Sets of function tools by their bytes: an agent loop resends the same set with
+    every request. The set found last is compared first, so a resent set costs a
+    compare of its bytes, not a hash of them and a copy for the key."""
+
+    __slots__ = ("_last", "_last_key")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last_key = msgspec.Raw()  # (bytes of its own, as every key)
+        self._last: _ToolSet | None = None
+
+    def find(self, raw: msgspec.Raw) -> _ToolSet | None:
+        if raw == self._last_key:
+            return self._last
+        key = bytes(raw)
+        found = self._entries.get(key)
+        if found is not None:
+            self._last_key, self._last = msgspec.Raw(key), found
+        return found
+
+    def put(self, key: bytes, value: _ToolSet) -> None:
+        super().put(key, value)
+        if key in self._entries:  # (a set over the bounds is not kept, nor compared)
+            self._last_key, self._last = msgspec.Raw(key), value
+
+    def clear(self) -> None:
+        super().clear()
+        self._last_key, self._last = msgspec.Raw(), None
+
+
+_TOOL_SETS = _ToolSets()
 _SCHEMAS = tool_schemas.SchemaLookup()
 _CLIENT_TOOL_DEFS: LazyDecoder[list[w.ClientToolDef] | None] = LazyDecoder(
     list[w.ClientToolDef] | None
 )
 
 
-def _tool_defs_in(req: w.ClientChatRequest) -> bool:
-    """Decode the one-pass decode's tools (left encoded), or find them by their bytes;
-    False when they are not what ``w.ChatRequest`` takes (the general decode names it)."""
+class _NotChatTools(Exception):
+    """Tools that are not what ``w.ChatRequest`` takes: the general decode names them."""
+
+
+def _tool_defs_in(req: w.ClientChatRequest) -> tuple[c.Tool, ...] | None:
+    """Decode the one-pass decode's tools (left encoded) into ``req.tools``, or find
+    them by their bytes. A set of function tools only gives its canonical tools too
+    (to be copied; the checks and ``_tools`` have nothing to say of it); another set
+    None."""
+    found = _TOOL_SETS.find(req.tools)
+    if found is not None:
+        req.tools = found.defs  # type: ignore[assignment]
+        return found.tools
     key = bytes(req.tools)
-    defs: list[w.ToolDef] | None = _TOOL_DEFS.get(key)
-    if defs is None:
-        try:
-            decoded = _CLIENT_TOOL_DEFS.decode(key)
-            functions_only = True
-            for t in decoded or ():
-                f = t.function
-                if f is not None:
-                    p = f.parameters
-                    f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
-                if f is None or t.type not in ("function", _UNSET):
-                    functions_only = False
-        except (msgspec.DecodeError, tool_schemas.NotAnObject):
-            return False
-        defs = decoded  # type: ignore[assignment]
-        if functions_only and defs:
-            _TOOL_DEFS.put(key, defs)
-    req.tools = defs  # type: ignore[assignment]
-    return True
+    try:
+        decoded = _CLIENT_TOOL_DEFS.decode(key)
+        functions_only = True
+        for t in decoded or ():
+            f = t.function
+            if f is not None:
+                p = f.parameters
+                f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
+            if f is None or t.type not in ("function", _UNSET):
+                functions_only = False
+    except (msgspec.DecodeError, tool_schemas.NotAnObject):
+        raise _NotChatTools from None
+    req.tools = decoded  # type: ignore[assignment]
+    if not (functions_only and decoded):
+        return None
+    made = tuple(_function_tool(t.function) for t in decoded)  # type: ignore[arg-type]
+    _TOOL_SETS.put(key, _ToolSet(decoded, made))  # type: ignore[arg-type]
+    return made
+
+
+def _function_tool(f: w.FunctionDef) -> c.Tool:
+    return c.Tool(name=f.name, description=f.description, parameters=f.parameters, strict=f.strict)
 
 
 def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
@@ -279,12 +328,7 @@ def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
         if kind == "function":
             if t.function is None:
                 raise _invalid(f"tools[{i}].function is required", f"tools[{i}].function")
-            f = t.function
-            tools.append(
-                c.Tool(
-                    name=f.name, description=f.description, parameters=f.parameters, strict=f.strict
-                )
-            )
+            tools.append(_function_tool(t.function))
         elif kind == "custom":
             if t.custom is None:
                 raise _invalid(f"tools[{i}].custom is required", f"tools[{i}].custom")
@@ -355,13 +399,21 @@ def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
 # ===================================================================== client side
 
 
-def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
+def _decode_body(
+    body: bytes, report: TranslationReport
+) -> tuple[w.ChatRequest, tuple[c.Tool, ...] | None]:
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``w.ClientChatRequest``); other top-level fields are dropped and reported in
-    body order, which takes a second parse for their names."""
+    body order, which takes a second parse for their names. With it, the canonical
+    tools of a set of function tools (``_tool_defs_in``), else None."""
     one = _ONE_PASS.decode(body, report)
-    if one is not None and (not one.tools or _tool_defs_in(one)):
-        return one
+    if one is not None:
+        if not one.tools:
+            return one, None
+        try:
+            return one, _tool_defs_in(one)
+        except _NotChatTools:
+            pass
     try:
         req = _REQUEST_DEC.decode(body)
         keys = _KEYS_DEC.decode(body)
@@ -372,7 +424,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
     for key in keys:
         if key not in w.REQUEST_FIELDS:
             report.drop(key)
-    return req
+    return req, None
 
 
 def _messages_in(
@@ -388,20 +440,32 @@ def _messages_in(
     awaiting their tool message and notes anything that check rejects; only then is the
     check run, to raise its 400. ``report.settled`` says whether every tool message
     answered a pending call and no part was media (``checks.check_request`` need not
-    walk again)."""
+    walk again).
+
+    The one call of the usual turn waits in ``waiting``, answered by a string compare
+    (a dict would hash both fresh ids); a turn's other calls wait in ``pending``. Both
+    at once only after a call was left unanswered, which the check rejects anyway. A
+    result takes its call's id string, so the tool message's copy is not kept."""
     system: list[c.Text] = []
     messages: list[c.Message] = []
     customs: set[str] = set()  # the call ids whose latest call is a custom tool's
-    pending: dict[str, int] = {}  # call ids awaiting their tool message -> position
+    waiting: str | None = None  # the call id awaiting its tool message (the usual turn's)
+    pending: dict[str, str] = {}  # other call ids awaiting theirs (id -> the call's own)
     suspect = False  # something check_messages rejects was seen
     settled = True  # no media so far, every result answering a call
     tools: list[c.Part] | None = None
     user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
+    unset = _UNSET
     for i, m in enumerate(ms):
         if type(m) is tool_message:
             call_id = m.tool_call_id
-            if not pending or pending.pop(call_id, None) is None:
+            if waiting is not None and call_id == waiting:
+                call_id = waiting
+                waiting = None
+            elif pending and (asked := pending.pop(call_id, None)) is not None:
+                call_id = asked
+            else:
                 settled = False  # (it may answer an earlier call: check_request looks)
             content = m.content
             if type(content) is str:
@@ -418,13 +482,13 @@ def _messages_in(
             else:
                 tools.append(r)
             continue  # (a tool message has no name)
-        if pending:
+        if waiting is not None or pending:
             suspect = True  # a call left unanswered
         if type(m) is assistant_message:
             parts: list[c.Part] | None = None
             said = m.content  # a string, or none beside tool calls
             if (
-                (type(said) is str or said is None or said is _UNSET)
+                (type(said) is str or said is None or said is unset)
                 and m.refusal is None
                 and m.reasoning_content is None
                 and m.reasoning is None
@@ -435,8 +499,8 @@ def _messages_in(
                 if calls is not None and len(calls) == 1 and type(said) is str and said:
                     tc = calls[0]  # the most usual turn: a text and one function call
                     f = tc.function
-                    if f is not None and (tc.type is _UNSET or tc.type == "function"):
-                        pending[tc.id] = i
+                    if f is not None and (tc.type is unset or tc.type == "function"):
+                        waiting = tc.id
                         if customs:
                             customs.discard(tc.id)
                         parts = [
@@ -452,11 +516,11 @@ def _messages_in(
                 if calls:
                     for tc in calls:
                         f = tc.function
-                        if f is None or (tc.type is not _UNSET and tc.type != "function"):
+                        if f is None or (tc.type is not unset and tc.type != "function"):
                             parts = None  # another kind of call: the general path
                             break
                         parts.append(call(id=tc.id, name=f.name, arguments=f.arguments))
-                        pending[tc.id] = i
+                        pending[tc.id] = tc.id
                         if customs:
                             customs.discard(tc.id)
                 elif type(said) is not str:
@@ -465,8 +529,8 @@ def _messages_in(
                 messages.append(_assistant(m, i, customs, report))
                 if m.tool_calls:
                     for tc in m.tool_calls:
-                        pending[tc.id] = i
-                elif (m.content is None or m.content is _UNSET) and not (
+                        pending[tc.id] = tc.id
+                elif (m.content is None or m.content is unset) and not (
                     m.refusal or m.function_call or m.audio
                 ):
                     suspect = True
@@ -495,7 +559,7 @@ def _messages_in(
             )
         if m.name is not None:
             report.drop("messages.name")
-    if suspect or pending or not messages:
+    if suspect or waiting is not None or pending or not messages:
         validate.check_messages(ms)  # raises the 400 (or finds all well after all)
     report.settled = settled
     return system, messages
@@ -503,10 +567,12 @@ def _messages_in(
 
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     """A Chat Completions client body as a canonical request (400 for bad input)."""
-    req = _decode_body(body, report)
+    req, made = _decode_body(body, report)
     if not req.messages:
         raise _invalid("messages must not be empty", "messages")
     validate.check_params(req)
+    if made is None and req.tools:  # (a set in ``made`` is function tools only)
+        validate.check_tool_types(req.tools)
     try:
         system, messages = _messages_in(req.messages, report)
     except ProxyError:
@@ -525,11 +591,15 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
     if not usual:
         _rare_reports(req, report)
+    if made is not None and usual:  # (a legacy ``functions`` list is a rarer field)
+        tools = list(map(_copy, made))
+    else:
+        tools = _tools(req, report) if req.tools or req.functions else []
     out = c.Request(
         model=req.model,
         messages=messages,
         system=system,
-        tools=_tools(req, report) if req.tools or req.functions else [],
+        tools=tools,
         tool_choice=_tool_choice(req, report),
         parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=req.max_completion_tokens

@@ -75,9 +75,10 @@ def _empty(content: object) -> bool:
 
 
 def check_params(req: w.ChatRequest) -> None:
-    """Everything but the messages. (``request.decode_request`` checks the usual
-    messages in its own walk over them and asks ``check_messages`` only when that walk
-    sees something it would reject, or fails.)"""
+    """Everything but the messages and the tools (``check_tool_types``, next).
+    (``request.decode_request`` checks the usual messages in its own walk over them and
+    asks ``check_messages`` only when that walk sees something it would reject, or
+    fails.)"""
     # (each check called only for a field that is there: this runs on every request)
     if req.temperature is not None:
         check_range("temperature", req.temperature, 0, 2)
@@ -91,7 +92,12 @@ def check_params(req: w.ChatRequest) -> None:
         )
     if req.reasoning_effort is not None:
         check_effort(req.reasoning_effort, "reasoning_effort")
-    for i, t in enumerate(req.tools or ()):
+
+
+def check_tool_types(tools: list[w.ToolDef]) -> None:
+    """The tools' types, after ``check_params``. (Not run for a set that
+    ``request.py`` found by its bytes: it keeps sets of function tools only.)"""
+    for i, t in enumerate(tools):
         kind = "function" if t.type is UNSET else t.type
         if kind not in TOOL_TYPES:
             raise _invalid(
