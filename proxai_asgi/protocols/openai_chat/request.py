@@ -485,8 +485,34 @@ def _messages_in(
         if waiting is not None or pending:
             suspect = True  # a call left unanswered
         if type(m) is assistant_message:
-            parts: list[c.Part] | None = None
             said = m.content  # a string, or none beside tool calls
+            calls = m.tool_calls
+            if (
+                type(said) is str
+                and said
+                and calls is not None
+                and len(calls) == 1
+                and m.refusal is None
+                and m.reasoning_content is None
+                and m.reasoning is None
+                and m.function_call is None
+                and m.audio is None
+                and m.name is None
+            ):
+                tc = calls[0]  # the most usual turn: a text and one function call
+                f = tc.function
+                if f is not None and (tc.type is unset or tc.type == "function"):
+                    waiting = tc.id
+                    if customs:
+                        customs.discard(tc.id)
+                    turn: list[c.Part] = [
+                        text(text=said),
+                        call(id=tc.id, name=f.name, arguments=f.arguments),
+                    ]
+                    messages.append(message(role="assistant", content=turn))
+                    tools = None
+                    continue
+            parts: list[c.Part] | None = None
             if (
                 (type(said) is str or said is None or said is unset)
                 and m.refusal is None
@@ -495,23 +521,6 @@ def _messages_in(
                 and m.function_call is None
                 and m.audio is None
             ):
-                calls = m.tool_calls
-                if calls is not None and len(calls) == 1 and type(said) is str and said:
-                    tc = calls[0]  # the most usual turn: a text and one function call
-                    f = tc.function
-                    if f is not None and (tc.type is unset or tc.type == "function"):
-                        waiting = tc.id
-                        if customs:
-                            customs.discard(tc.id)
-                        parts = [
-                            text(text=said),
-                            call(id=tc.id, name=f.name, arguments=f.arguments),
-                        ]
-                        messages.append(message(role="assistant", content=parts))
-                        tools = None
-                        if m.name is not None:
-                            report.drop("messages.name")
-                        continue
                 parts = [text(text=said)] if type(said) is str and said else []
                 if calls:
                     for tc in calls:
