@@ -55,13 +55,20 @@ def check_effort(effort: str | None, param: str) -> None:
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp")
 
 
-def check_image_url(url: str | None, param: str) -> None:
-    """OpenAI takes png, jpeg, gif and webp images; a data URL of another type is a 400
-    (a URL's type is the fetcher's to judge, as at OpenAI)."""
+def unsupported_image(url: str | None) -> str | None:
+    """The media type of a data URL whose image type OpenAI does not take (png, jpeg,
+    gif and webp); None for any other URL (a URL's type is the fetcher's to judge, as
+    at OpenAI)."""
     if url is None or url[:5].lower() != "data:":
-        return
+        return None
     media_type = url[5:].split(";", 1)[0].split(",", 1)[0].strip().lower()
-    if media_type not in IMAGE_TYPES:
+    return None if media_type in IMAGE_TYPES else media_type
+
+
+def check_image_url(url: str | None, param: str) -> None:
+    """A 400 for a data URL of an image type OpenAI does not take."""
+    media_type = unsupported_image(url)
+    if media_type is not None:
         raise _invalid(
             f"Invalid image: the image type {media_type or '(none)'!r} is not supported. "
             "Supported formats are: 'png', 'jpeg', 'gif', 'webp'.",
