@@ -571,7 +571,11 @@ def _messages_in(
                     settled = settles(messages[-1].content)
             tools = None
         elif type(m) is w.SystemMessage or type(m) is w.DeveloperMessage:
-            system.extend(_text_parts(m.content))
+            instructions = m.content
+            if type(instructions) is not str:
+                system.extend(_text_parts(instructions))
+            elif instructions:
+                system.append(text(text=instructions))
         else:
             path = f"messages[{_place(ms, m)}]"
             raise _invalid(
@@ -603,12 +607,16 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         raise
 
     include_usage = False
-    if req.stream_options:
-        for k, v in req.stream_options.items():
-            if k == "include_usage":
-                include_usage = v is True
-            else:
-                report.drop(f"stream_options.{k}")
+    options = req.stream_options
+    if options:
+        if len(options) == 1 and "include_usage" in options:  # the usual one
+            include_usage = options["include_usage"] is True
+        else:
+            for k, v in options.items():
+                if k == "include_usage":
+                    include_usage = v is True
+                else:
+                    report.drop(f"stream_options.{k}")
 
     usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
     if not usual:
