@@ -463,7 +463,7 @@ def _messages_in(
     messages: list[c.Message] = []
     customs: set[str] = set()  # the call ids whose latest call is a custom tool's
     waiting: str | None = None  # the call id awaiting its tool message (the usual turn's)
-    pending: dict[str, str] = {}  # other call ids awaiting theirs (id -> the call's own)
+    pending: dict[str, str] | None = None  # other call ids awaiting theirs (id -> the id)
     suspect = False  # something check_messages rejects was seen
     settled = True  # no media so far, every result answering a call
     tools: list[c.Part] | None = None
@@ -536,6 +536,8 @@ def _messages_in(
             ):
                 parts = [text(text=said)] if type(said) is str and said else []
                 if calls:
+                    if pending is None:
+                        pending = {}
                     for tc in calls:
                         f = tc.function
                         if f is None or (tc.type is not unset and tc.type != "function"):
@@ -550,6 +552,8 @@ def _messages_in(
             if parts is None:
                 messages.append(_assistant(m, ms, customs, report))
                 if m.tool_calls:
+                    if pending is None:
+                        pending = {}
                     for tc in m.tool_calls:
                         pending[tc.id] = tc.id
                 elif (m.content is None or m.content is unset) and not (

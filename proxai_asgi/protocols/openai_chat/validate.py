@@ -86,11 +86,13 @@ def check_params(req: w.ChatRequest) -> None:
     (``request.decode_request`` checks the usual messages in its own walk over them and
     asks ``check_messages`` only when that walk sees something it would reject, or
     fails.)"""
-    # (each check called only for a field that is there: this runs on every request)
-    if req.temperature is not None:
-        check_range("temperature", req.temperature, 0, 2)
-    if req.top_p is not None:
-        check_range("top_p", req.top_p, 0, 1)
+    # (each check called only for a value it rejects: this runs on every request)
+    t = req.temperature
+    if t is not None and not 0 <= t <= 2:
+        check_range("temperature", t, 0, 2)
+    p = req.top_p
+    if p is not None and not 0 <= p <= 1:
+        check_range("top_p", p, 0, 1)
     if req.n is not None and req.n < 1:
         raise _invalid(
             f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got "
