@@ -263,31 +263,33 @@ class _ToolSets(tool_schemas.Lookup[_ToolSet]):
     every request. The set found last is compared first, so a resent set costs a
     compare of its bytes, not a hash of them and a copy for the key."""
 
-    __slots__ = ("_last", "_last_key")
+    __slots__ = ("_last",)
 
     def __init__(self) -> None:
         super().__init__()
-        self._last_key = msgspec.Raw()  # (bytes of its own, as every key)
-        self._last: _ToolSet | None = None
+        # The set found last and its bytes (of their own, as every key), in one
+        # attribute so that a thread never reads one's bytes with another's set.
+        self._last: tuple[msgspec.Raw, _ToolSet | None] = (msgspec.Raw(), None)
 
     def last(self, raw: msgspec.Raw) -> _ToolSet | None:
         """The set found last, when ``raw`` holds its bytes."""
-        return self._last if raw == self._last_key else None
+        key, found = self._last
+        return found if raw == key else None
 
     def get(self, key: bytes) -> _ToolSet | None:
         found = self._entries.get(key)
         if found is not None:
-            self._last_key, self._last = msgspec.Raw(key), found
+            self._last = (msgspec.Raw(key), found)
         return found
 
     def put(self, key: bytes, value: _ToolSet) -> None:
         super().put(key, value)
         if key in self._entries:  # (a set over the bounds is not kept, nor compared)
-            self._last_key, self._last = msgspec.Raw(key), value
+            self._last = (msgspec.Raw(key), value)
 
     def clear(self) -> None:
         super().clear()
-        self._last_key, self._last = msgspec.Raw(), None
+        self._last = (msgspec.Raw(), None)
 
 
 _TOOL_SETS = _ToolSets()

@@ -131,10 +131,10 @@ def test_a_resent_set_is_found_by_content_and_each_request_gets_its_own_tools() 
 def test_the_set_found_last_is_forgotten_with_the_others() -> None:
     tool_schemas.forget()
     request.decode_request(_function_set("f"), TranslationReport())
-    assert request._TOOL_SETS._last is not None and len(request._TOOL_SETS) == 1
+    assert request._TOOL_SETS._last[1] is not None and len(request._TOOL_SETS) == 1
     tool_schemas.forget()
-    assert request._TOOL_SETS._last is None and len(request._TOOL_SETS) == 0
-    assert bytes(request._TOOL_SETS._last_key) == b""
+    assert request._TOOL_SETS._last[1] is None and len(request._TOOL_SETS) == 0
+    assert bytes(request._TOOL_SETS._last[0]) == b""
 
 
 def test_a_set_over_the_bounds_is_not_kept_even_as_the_last(
@@ -144,7 +144,7 @@ def test_a_set_over_the_bounds_is_not_kept_even_as_the_last(
     monkeypatch.setattr(tool_schemas, "MAX_KEY_BYTES", 20)
     out = request.decode_request(_function_set("f"), TranslationReport())
     assert [t.name for t in out.tools] == ["f"]
-    assert request._TOOL_SETS._last is None and len(request._TOOL_SETS) == 0
+    assert request._TOOL_SETS._last[1] is None and len(request._TOOL_SETS) == 0
 
 
 def test_the_key_compared_first_is_bytes_of_its_own() -> None:
@@ -155,4 +155,4 @@ def test_the_key_compared_first_is_bytes_of_its_own() -> None:
     for _ in range(3):  # a miss, then the set found last
         request.decode_request(body, TranslationReport())
     assert sys.getrefcount(body) == before
-    assert bytes(request._TOOL_SETS._last_key) in body
+    assert bytes(request._TOOL_SETS._last[0]) in body
