@@ -110,7 +110,7 @@ def test_chat_fast_and_general_paths_agree(envelope: dict[str, Any]) -> None:
 def test_chat_usual_request_takes_the_fast_path() -> None:
     """The guard answers as it should: an agent loop's envelope skips the general
     path, one rarer field takes it."""
-    usual = chat_request._decode_body(
+    usual, _tools = chat_request._decode_body(
         b'{"model":"m","messages":[],"tools":[],"tool_choice":"auto","stream":true,'
         b'"stream_options":{"include_usage":true},"temperature":0.2,"max_tokens":5}',
         TranslationReport(),

@@ -22,6 +22,7 @@ _REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
 _KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _ENC = msgspec.json.Encoder()
 _UNSET = msgspec.UNSET
+_copy = msgspec.structs.replace  # (a request's own copy of a canonical tool)
 
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"missing required field `([^`]+)`")
@@ -94,7 +95,7 @@ def _image(part: w.ImagePart) -> c.Image:
     return c.Image(url=url, detail=part.image_url.detail, cache_control=part.cache_control)
 
 
-def _file(part: w.FilePart, path: str) -> c.File:
+def _file(part: w.FilePart, ms: list[w.Message], m: w.Message, j: int) -> c.File:
     f = part.file
     if f.file_data:
         parsed = parse_data_url(f.file_data)
@@ -108,7 +109,8 @@ def _file(part: w.FilePart, path: str) -> c.File:
         )
     if f.file_id:
         return c.File(file_id=f.file_id, filename=f.filename, cache_control=part.cache_control)
-    raise _invalid(f"{path}.file: one of file_data or file_id is required", f"{path}.file")
+    path = f"messages[{_place(ms, m)}].content[{j}].file"
+    raise _invalid(f"{path}: one of file_data or file_id is required", path)
 
 
 def _text_parts(content: str | list[w.TextPart]) -> list[c.Text]:
@@ -121,31 +123,43 @@ def _text_parts(content: str | list[w.TextPart]) -> list[c.Text]:
 # ``isinstance`` against a msgspec Struct class costs ~70 ns (the Struct metaclass sends
 # CPython down its slow path), a type identity test ~15 ns, and decoded values are
 # always exactly one of their union's classes. Error paths (``messages[i]...``) are
-# formatted only when an error needs them.
+# formatted only when an error needs them, and the walk keeps no count of the messages
+# (``enumerate`` costs ~13 ns a message): an error's path looks its message up.
 
 
-def _user_content(content: str | list[w.UserPart], i: int) -> list[c.Part]:
+def _place(ms: list[w.Message], m: w.Message) -> int:
+    """Where ``m`` stands in ``ms`` (for an error's path)."""
+    return next(i for i, x in enumerate(ms) if x is m)
+
+
+def _user_content(
+    content: str | list[w.UserPart], ms: list[w.Message], m: w.Message
+) -> list[c.Part]:
     if isinstance(content, str):
         return [c.Text(text=content)]
     if not content:
-        path = f"messages[{i}].content"
+        path = f"messages[{_place(ms, m)}].content"
         raise _invalid(f"{path}: content must not be an empty list", path)
     out: list[c.Part] = []
     for j, p in enumerate(content):
         if type(p) is w.TextPart:
             out.append(c.Text(text=p.text, cache_control=p.cache_control))
         elif type(p) is w.ImagePart:
-            validate.check_image_url(p.image_url.url, f"messages[{i}].content[{j}]")
+            url = p.image_url.url
+            if validate.unsupported_image(url) is not None:
+                validate.check_image_url(url, f"messages[{_place(ms, m)}].content[{j}]")
             out.append(_image(p))
         elif type(p) is w.FilePart:
-            out.append(_file(p, f"messages[{i}].content[{j}]"))
+            out.append(_file(p, ms, m, j))
         else:
-            path = f"messages[{i}].content[{j}]"
+            path = f"messages[{_place(ms, m)}].content[{j}]"
             raise _invalid(f"{path}: unsupported user content part 'input_audio'", f"{path}.type")
     return out
 
 
-def _tool_content(content: str | list[w.ToolPart], i: int) -> list[c.Part]:
+def _tool_content(
+    content: str | list[w.ToolPart], ms: list[w.Message], m: w.Message
+) -> list[c.Part]:
     if isinstance(content, str):
         return [c.Text(text=content)] if content else []
     out: list[c.Part] = []
@@ -156,15 +170,15 @@ def _tool_content(content: str | list[w.ToolPart], i: int) -> list[c.Part]:
             out.append(_image(p))
         else:
             assert type(p) is w.FilePart
-            out.append(_file(p, f"messages[{i}].content[{j}]"))
+            out.append(_file(p, ms, m, j))
     return out
 
 
 def _assistant(
-    m: w.AssistantMessage, i: int, customs: set[str], report: TranslationReport
+    m: w.AssistantMessage, ms: list[w.Message], customs: set[str], report: TranslationReport
 ) -> c.Message:
     if m.function_call is not None:
-        path = f"messages[{i}]"
+        path = f"messages[{_place(ms, m)}]"
         raise _invalid(
             f"{path}.function_call: legacy function_call messages are not supported; "
             "use tool_calls",
@@ -201,7 +215,7 @@ def _assistant(
         kind = "function" if tc.type is _UNSET else tc.type
         if kind == "function":
             if tc.function is None:
-                tpath = f"messages[{i}].tool_calls[{j}]"
+                tpath = f"messages[{_place(ms, m)}].tool_calls[{j}]"
                 raise _invalid(f"{tpath}.function is required", f"{tpath}.function")
             parts.append(
                 c.ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments)
@@ -209,14 +223,14 @@ def _assistant(
             customs.discard(tc.id)
         elif kind == "custom":
             if tc.custom is None:
-                tpath = f"messages[{i}].tool_calls[{j}]"
+                tpath = f"messages[{_place(ms, m)}].tool_calls[{j}]"
                 raise _invalid(f"{tpath}.custom is required", f"{tpath}.custom")
             parts.append(
                 c.ToolCall(id=tc.id, name=tc.custom.name, arguments=tc.custom.input, kind="custom")
             )
             customs.add(tc.id)
         else:
-            tpath = f"messages[{i}].tool_calls[{j}]"
+            tpath = f"messages[{_place(ms, m)}].tool_calls[{j}]"
             raise _invalid(f"{tpath}.type: unsupported tool call type {kind!r}", f"{tpath}.type")
     return c.Message(role="assistant", content=parts)
 
@@ -237,39 +251,92 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
-# Sets of function tools by their bytes, decoded (their schemas as ``tool_schemas``
-# keeps them; never changed once made): an agent loop resends the same set with every
-# request.
-_TOOL_DEFS: tool_schemas.Lookup[list[w.ToolDef]] = tool_schemas.Lookup()
+# A set of function tools as a client sent it, decoded once (never changed): the
+# declarations as ``w.ChatRequest`` holds them (their schemas as kept), and the canonical
+# tools made of them (copied for each request). (A plain pair: a NamedTuple's ``__new__``
+# costs 0.2 µs more on a miss.)
+_ToolSet = tuple[list[w.ToolDef], tuple[c.Tool, ...]]
+
+
+class _ToolSets(tool_schemas.Lookup[_ToolSet]):
+    """Sets of function tools by their bytes: an agent loop resends the same set with
+    every request. The set found last is compared first, so a resent set costs a
+    compare of its bytes, not a hash of them and a copy for the key."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        # The set found last and its bytes (of their own, as every key), in one
+        # attribute so that a thread never reads one's bytes with another's set.
+        self._last: tuple[msgspec.Raw, _ToolSet | None] = (msgspec.Raw(), None)
+
+    def last(self, raw: msgspec.Raw) -> _ToolSet | None:
+        """The set found last, when ``raw`` holds its bytes."""
+        key, found = self._last
+        return found if raw == key else None
+
+    def get(self, key: bytes) -> _ToolSet | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._last = (msgspec.Raw(key), found)
+        return found
+
+    def put(self, key: bytes, value: _ToolSet) -> None:
+        super().put(key, value)
+        if key in self._entries:  # (a set over the bounds is not kept, nor compared)
+            self._last = (msgspec.Raw(key), value)
+
+    def clear(self) -> None:
+        super().clear()
+        self._last = (msgspec.Raw(), None)
+
+
+_TOOL_SETS = _ToolSets()
 _SCHEMAS = tool_schemas.SchemaLookup()
 _CLIENT_TOOL_DEFS: LazyDecoder[list[w.ClientToolDef] | None] = LazyDecoder(
     list[w.ClientToolDef] | None
 )
 
 
-def _tool_defs_in(req: w.ClientChatRequest) -> bool:
-    """Decode the one-pass decode's tools (left encoded), or find them by their bytes;
-    False when they are not what ``w.ChatRequest`` takes (the general decode names it)."""
-    key = bytes(req.tools)
-    defs: list[w.ToolDef] | None = _TOOL_DEFS.get(key)
-    if defs is None:
-        try:
-            decoded = _CLIENT_TOOL_DEFS.decode(key)
-            functions_only = True
-            for t in decoded or ():
-                f = t.function
-                if f is not None:
-                    p = f.parameters
-                    f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
-                if f is None or t.type not in ("function", _UNSET):
-                    functions_only = False
-        except (msgspec.DecodeError, tool_schemas.NotAnObject):
-            return False
-        defs = decoded  # type: ignore[assignment]
-        if functions_only and defs:
-            _TOOL_DEFS.put(key, defs)
-    req.tools = defs  # type: ignore[assignment]
-    return True
+class _NotChatTools(Exception):
+    """Tools that are not what ``w.ChatRequest`` takes: the general decode names them."""
+
+
+def _tool_defs_in(req: w.ClientChatRequest) -> tuple[c.Tool, ...] | None:
+    """Decode the one-pass decode's tools (left encoded) into ``req.tools``, or find
+    them by their bytes. A set of function tools only gives its canonical tools too
+    (to be copied; the checks and ``_tools`` have nothing to say of it); another set
+    None."""
+    found = _TOOL_SETS.last(req.tools)
+    if found is None:
+        key = bytes(req.tools)
+        found = _TOOL_SETS.get(key)
+    if found is not None:
+        req.tools, made = found  # type: ignore[assignment]
+        return made
+    try:
+        decoded = _CLIENT_TOOL_DEFS.decode(key)
+        functions_only = True
+        for t in decoded or ():
+            f = t.function
+            if f is not None:
+                p = f.parameters
+                f.parameters = None if p is _UNSET else _SCHEMAS.get(p)  # type: ignore[assignment]
+            if f is None or t.type not in ("function", _UNSET):
+                functions_only = False
+    except (msgspec.DecodeError, tool_schemas.NotAnObject):
+        raise _NotChatTools from None
+    req.tools = decoded  # type: ignore[assignment]
+    if not (functions_only and decoded):
+        return None
+    made = tuple([_function_tool(t.function) for t in decoded])  # type: ignore[arg-type]
+    _TOOL_SETS.put(key, (decoded, made))  # type: ignore[arg-type]
+    return made
+
+
+def _function_tool(f: w.FunctionDef) -> c.Tool:
+    return c.Tool(name=f.name, description=f.description, parameters=f.parameters, strict=f.strict)
 
 
 def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
@@ -279,12 +346,7 @@ def _tools(req: w.ChatRequest, report: TranslationReport) -> list[c.Tool]:
         if kind == "function":
             if t.function is None:
                 raise _invalid(f"tools[{i}].function is required", f"tools[{i}].function")
-            f = t.function
-            tools.append(
-                c.Tool(
-                    name=f.name, description=f.description, parameters=f.parameters, strict=f.strict
-                )
-            )
+            tools.append(_function_tool(t.function))
         elif kind == "custom":
             if t.custom is None:
                 raise _invalid(f"tools[{i}].custom is required", f"tools[{i}].custom")
@@ -355,13 +417,21 @@ def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
 # ===================================================================== client side
 
 
-def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
+def _decode_body(
+    body: bytes, report: TranslationReport
+) -> tuple[w.ChatRequest, tuple[c.Tool, ...] | None]:
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``w.ClientChatRequest``); other top-level fields are dropped and reported in
-    body order, which takes a second parse for their names."""
+    body order, which takes a second parse for their names. With it, the canonical
+    tools of a set of function tools (``_tool_defs_in``), else None."""
     one = _ONE_PASS.decode(body, report)
-    if one is not None and (not one.tools or _tool_defs_in(one)):
-        return one
+    if one is not None:
+        if not one.tools:
+            return one, None
+        try:
+            return one, _tool_defs_in(one)
+        except _NotChatTools:
+            pass
     try:
         req = _REQUEST_DEC.decode(body)
         keys = _KEYS_DEC.decode(body)
@@ -372,7 +442,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> w.ChatRequest:
     for key in keys:
         if key not in w.REQUEST_FIELDS:
             report.drop(key)
-    return req
+    return req, None
 
 
 def _messages_in(
@@ -388,26 +458,38 @@ def _messages_in(
     awaiting their tool message and notes anything that check rejects; only then is the
     check run, to raise its 400. ``report.settled`` says whether every tool message
     answered a pending call and no part was media (``checks.check_request`` need not
-    walk again)."""
+    walk again).
+
+    The one call of the usual turn waits in ``waiting``, answered by a string compare
+    (a dict would hash both fresh ids); a turn's other calls wait in ``pending``. Both
+    at once only after a call was left unanswered, which the check rejects anyway. A
+    result takes its call's id string, so the tool message's copy is not kept."""
     system: list[c.Text] = []
     messages: list[c.Message] = []
     customs: set[str] = set()  # the call ids whose latest call is a custom tool's
-    pending: dict[str, int] = {}  # call ids awaiting their tool message -> position
+    waiting: str | None = None  # the call id awaiting its tool message (the usual turn's)
+    pending: dict[str, str] | None = None  # other call ids awaiting theirs (id -> the id)
     suspect = False  # something check_messages rejects was seen
     settled = True  # no media so far, every result answering a call
     tools: list[c.Part] | None = None
     user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
-    for i, m in enumerate(ms):
+    unset = _UNSET
+    for m in ms:
         if type(m) is tool_message:
             call_id = m.tool_call_id
-            if not pending or pending.pop(call_id, None) is None:
+            if waiting is not None and call_id == waiting:
+                call_id = waiting
+                waiting = None
+            elif pending and (asked := pending.pop(call_id, None)) is not None:
+                call_id = asked
+            else:
                 settled = False  # (it may answer an earlier call: check_request looks)
             content = m.content
             if type(content) is str:
                 r = result(call_id=call_id, content=[text(text=content)] if content else [])
             else:
-                r = result(call_id=call_id, content=_tool_content(content, i))
+                r = result(call_id=call_id, content=_tool_content(content, ms, m))
                 if settled:
                     settled = settles(r.content)
             if customs and call_id in customs:
@@ -418,55 +500,68 @@ def _messages_in(
             else:
                 tools.append(r)
             continue  # (a tool message has no name)
-        if pending:
+        if waiting is not None or pending:
             suspect = True  # a call left unanswered
         if type(m) is assistant_message:
-            parts: list[c.Part] | None = None
             said = m.content  # a string, or none beside tool calls
+            calls = m.tool_calls
             if (
-                (type(said) is str or said is None or said is _UNSET)
+                type(said) is str
+                and said
+                and calls is not None
+                and len(calls) == 1
+                and m.refusal is None
+                and m.reasoning_content is None
+                and m.reasoning is None
+                and m.function_call is None
+                and m.audio is None
+                and m.name is None
+            ):
+                tc = calls[0]  # the most usual turn: a text and one function call
+                f = tc.function
+                if f is not None and (tc.type is unset or tc.type == "function"):
+                    waiting = tc.id
+                    if customs:
+                        customs.discard(tc.id)
+                    turn: list[c.Part] = [
+                        text(text=said),
+                        call(id=tc.id, name=f.name, arguments=f.arguments),
+                    ]
+                    messages.append(message(role="assistant", content=turn))
+                    tools = None
+                    continue
+            parts: list[c.Part] | None = None
+            if (
+                (type(said) is str or said is None or said is unset)
                 and m.refusal is None
                 and m.reasoning_content is None
                 and m.reasoning is None
                 and m.function_call is None
                 and m.audio is None
             ):
-                calls = m.tool_calls
-                if calls is not None and len(calls) == 1 and type(said) is str and said:
-                    tc = calls[0]  # the most usual turn: a text and one function call
-                    f = tc.function
-                    if f is not None and (tc.type is _UNSET or tc.type == "function"):
-                        pending[tc.id] = i
-                        if customs:
-                            customs.discard(tc.id)
-                        parts = [
-                            text(text=said),
-                            call(id=tc.id, name=f.name, arguments=f.arguments),
-                        ]
-                        messages.append(message(role="assistant", content=parts))
-                        tools = None
-                        if m.name is not None:
-                            report.drop("messages.name")
-                        continue
                 parts = [text(text=said)] if type(said) is str and said else []
                 if calls:
+                    if pending is None:
+                        pending = {}
                     for tc in calls:
                         f = tc.function
-                        if f is None or (tc.type is not _UNSET and tc.type != "function"):
+                        if f is None or (tc.type is not unset and tc.type != "function"):
                             parts = None  # another kind of call: the general path
                             break
                         parts.append(call(id=tc.id, name=f.name, arguments=f.arguments))
-                        pending[tc.id] = i
+                        pending[tc.id] = tc.id
                         if customs:
                             customs.discard(tc.id)
                 elif type(said) is not str:
                     suspect = True  # neither content nor calls
             if parts is None:
-                messages.append(_assistant(m, i, customs, report))
+                messages.append(_assistant(m, ms, customs, report))
                 if m.tool_calls:
+                    if pending is None:
+                        pending = {}
                     for tc in m.tool_calls:
-                        pending[tc.id] = i
-                elif (m.content is None or m.content is _UNSET) and not (
+                        pending[tc.id] = tc.id
+                elif (m.content is None or m.content is unset) and not (
                     m.refusal or m.function_call or m.audio
                 ):
                     suspect = True
@@ -480,14 +575,18 @@ def _messages_in(
                     suspect = True  # an empty user message
                 messages.append(message(role="user", content=[text(text=words)]))
             else:
-                messages.append(message(role="user", content=_user_content(words, i)))
+                messages.append(message(role="user", content=_user_content(words, ms, m)))
                 if settled:
                     settled = settles(messages[-1].content)
             tools = None
         elif type(m) is w.SystemMessage or type(m) is w.DeveloperMessage:
-            system.extend(_text_parts(m.content))
+            instructions = m.content
+            if type(instructions) is not str:
+                system.extend(_text_parts(instructions))
+            elif instructions:
+                system.append(text(text=instructions))
         else:
-            path = f"messages[{i}]"
+            path = f"messages[{_place(ms, m)}]"
             raise _invalid(
                 f"{path}.role: legacy 'function' messages are not supported (they carry no "
                 "tool_call_id to reference); use role 'tool' with tool_call_id",
@@ -495,7 +594,7 @@ def _messages_in(
             )
         if m.name is not None:
             report.drop("messages.name")
-    if suspect or pending or not messages:
+    if suspect or waiting is not None or pending or not messages:
         validate.check_messages(ms)  # raises the 400 (or finds all well after all)
     report.settled = settled
     return system, messages
@@ -503,10 +602,12 @@ def _messages_in(
 
 def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     """A Chat Completions client body as a canonical request (400 for bad input)."""
-    req = _decode_body(body, report)
+    req, made = _decode_body(body, report)
     if not req.messages:
         raise _invalid("messages must not be empty", "messages")
     validate.check_params(req)
+    if made is None and req.tools:  # (a set in ``made`` is function tools only)
+        validate.check_tool_types(req.tools)
     try:
         system, messages = _messages_in(req.messages, report)
     except ProxyError:
@@ -515,21 +616,29 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         raise
 
     include_usage = False
-    if req.stream_options:
-        for k, v in req.stream_options.items():
-            if k == "include_usage":
-                include_usage = v is True
-            else:
-                report.drop(f"stream_options.{k}")
+    options = req.stream_options
+    if options:
+        if len(options) == 1 and "include_usage" in options:  # the usual one
+            include_usage = options["include_usage"] is True
+        else:
+            for k, v in options.items():
+                if k == "include_usage":
+                    include_usage = v is True
+                else:
+                    report.drop(f"stream_options.{k}")
 
     usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
     if not usual:
         _rare_reports(req, report)
+    if made is not None and usual:  # (a legacy ``functions`` list is a rarer field)
+        tools = list(map(_copy, made))
+    else:
+        tools = _tools(req, report) if req.tools or req.functions else []
     out = c.Request(
         model=req.model,
         messages=messages,
         system=system,
-        tools=_tools(req, report) if req.tools or req.functions else [],
+        tools=tools,
         tool_choice=_tool_choice(req, report),
         parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=req.max_completion_tokens

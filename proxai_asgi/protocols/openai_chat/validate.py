@@ -55,13 +55,20 @@ def check_effort(effort: str | None, param: str) -> None:
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp")
 
 
-def check_image_url(url: str | None, param: str) -> None:
-    """OpenAI takes png, jpeg, gif and webp images; a data URL of another type is a 400
-    (a URL's type is the fetcher's to judge, as at OpenAI)."""
+def unsupported_image(url: str | None) -> str | None:
+    """The media type of a data URL whose image type OpenAI does not take (png, jpeg,
+    gif and webp); None for any other URL (a URL's type is the fetcher's to judge, as
+    at OpenAI)."""
     if url is None or url[:5].lower() != "data:":
-        return
+        return None
     media_type = url[5:].split(";", 1)[0].split(",", 1)[0].strip().lower()
-    if media_type not in IMAGE_TYPES:
+    return None if media_type in IMAGE_TYPES else media_type
+
+
+def check_image_url(url: str | None, param: str) -> None:
+    """A 400 for a data URL of an image type OpenAI does not take."""
+    media_type = unsupported_image(url)
+    if media_type is not None:
         raise _invalid(
             f"Invalid image: the image type {media_type or '(none)'!r} is not supported. "
             "Supported formats are: 'png', 'jpeg', 'gif', 'webp'.",
@@ -75,14 +82,17 @@ def _empty(content: object) -> bool:
 
 
 def check_params(req: w.ChatRequest) -> None:
-    """Everything but the messages. (``request.decode_request`` checks the usual
-    messages in its own walk over them and asks ``check_messages`` only when that walk
-    sees something it would reject, or fails.)"""
-    # (each check called only for a field that is there: this runs on every request)
-    if req.temperature is not None:
-        check_range("temperature", req.temperature, 0, 2)
-    if req.top_p is not None:
-        check_range("top_p", req.top_p, 0, 1)
+    """Everything but the messages and the tools (``check_tool_types``, next).
+    (``request.decode_request`` checks the usual messages in its own walk over them and
+    asks ``check_messages`` only when that walk sees something it would reject, or
+    fails.)"""
+    # (each check called only for a value it rejects: this runs on every request)
+    t = req.temperature
+    if t is not None and not 0 <= t <= 2:
+        check_range("temperature", t, 0, 2)
+    p = req.top_p
+    if p is not None and not 0 <= p <= 1:
+        check_range("top_p", p, 0, 1)
     if req.n is not None and req.n < 1:
         raise _invalid(
             f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got "
@@ -91,7 +101,12 @@ def check_params(req: w.ChatRequest) -> None:
         )
     if req.reasoning_effort is not None:
         check_effort(req.reasoning_effort, "reasoning_effort")
-    for i, t in enumerate(req.tools or ()):
+
+
+def check_tool_types(tools: list[w.ToolDef]) -> None:
+    """The tools' types, after ``check_params``. (Not run for a set that
+    ``request.py`` found by its bytes: it keeps sets of function tools only.)"""
+    for i, t in enumerate(tools):
         kind = "function" if t.type is UNSET else t.type
         if kind not in TOOL_TYPES:
             raise _invalid(

@@ -234,7 +234,8 @@ def test_an_assistant_turn_is_what_the_general_path_makes_of_it(
         return  # (the errors: test_the_checked_walk_answers_as_the_check_run_first)
     wire_message = msgspec.convert(assistant, w.AssistantMessage)
     general = TranslationReport(lossy=True)
-    expected = request._assistant(wire_message, 1, set(), general)
+    conversation: list[w.Message] = [w.UserMessage(content="hi"), wire_message]
+    expected = request._assistant(wire_message, conversation, set(), general)
     if wire_message.name is not None:
         general.drop("messages.name")
     assert req.messages[1] == expected
