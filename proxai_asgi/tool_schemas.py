@@ -14,7 +14,7 @@ the dict. Every look-up is bounded, keyed by content, and holds only bytes of it
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
@@ -84,7 +84,13 @@ class _Bounded(Generic[_V]):
         return len(self._entries)
 
 
-_LOOKUPS: list[_Bounded[Any]] = []  # every one, for ``forget``
+class _Clearable(Protocol):
+    def clear(self) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
+_LOOKUPS: list[_Clearable] = []  # every one, for ``forget``
 
 
 class _FactsLookup(_Bounded[SchemaFacts]):
@@ -176,6 +182,88 @@ class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
     def put(self, key: bytes, tools: list[c.Tool]) -> None:
         """Remember the tools made of ``key`` (which must be bytes of its own)."""
         self._remember(key, tuple(encoded(t) for t in tools))
+
+
+_SetKey = tuple[int, str, str]
+_SET_BUCKET = 4  # sets kept under one key (alike in size, first and last name)
+
+
+class SetLookup(Generic[_V]):
+    """A whole tool set -> what an encoder made of it (its upstream form, written once),
+    for an encoder, which receives canonical tools rather than bytes.
+
+    Keyed by content: the set's size and first and last names find a few entries, each
+    holding a copy of the tools it was made of, used only when they equal the request's
+    field for field (``==`` on the Structs: a key of every field cost twice as much).
+    Only ``keepable`` sets are kept; their schemas are ``Raw.copy()``s, the request's
+    own when they own their bytes (as the decoders' look-ups hold them), so an entry
+    never holds a view into a body. A set is made into an entry the second time its
+    key is seen (``second_sight``): a conversation's first request, and a one-off set,
+    pay nothing for it. Bounded as the other look-ups, by the size the caller gives."""
+
+    __slots__ = ("_bytes", "_count", "_entries", "_seen")
+
+    def __init__(self) -> None:
+        self._entries: dict[_SetKey, list[tuple[list[c.Tool], _V]]] = {}
+        self._seen: set[_SetKey] = set()
+        self._bytes = 0
+        self._count = 0
+        _LOOKUPS.append(self)
+
+    def get(self, tools: list[c.Tool]) -> _V | None:
+        for kept, value in self._entries.get((len(tools), tools[0].name, tools[-1].name), ()):
+            if kept == tools:
+                return value
+        return None
+
+    def second_sight(self, tools: list[c.Tool]) -> bool:
+        """Whether a set of this key was seen before (it is remembered as seen)."""
+        key = (len(tools), tools[0].name, tools[-1].name)
+        if key in self._seen:
+            return True
+        if len(self._seen) >= MAX_ENTRIES:
+            self._seen.clear()
+        self._seen.add(key)
+        return False
+
+    def put(self, tools: list[c.Tool], value: _V, size: int) -> None:
+        """Remember ``value`` for ``tools`` (a ``keepable`` set); ``size``: about how
+        many bytes the entry holds."""
+        if size > MAX_KEY_BYTES:
+            return
+        if self._count >= MAX_ENTRIES or self._bytes + size > MAX_BYTES:
+            self._entries.clear()
+            self._bytes = self._count = 0
+        kept = [_copy(t, parameters=t.parameters.copy()) for t in tools]  # type: ignore[union-attr]
+        bucket = self._entries.setdefault((len(tools), tools[0].name, tools[-1].name), [])
+        if len(bucket) >= _SET_BUCKET:
+            del bucket[0]
+            self._count -= 1
+        bucket.append((kept, value))
+        self._bytes += size
+        self._count += 1
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._seen.clear()
+        self._bytes = self._count = 0
+
+    def __len__(self) -> int:
+        return self._count + len(self._seen)
+
+
+def keepable(tools: list[c.Tool]) -> bool:
+    """Whether ``SetLookup`` keeps ``tools``: function tools, each schema encoded, none
+    marked ``cache_control`` (nor with a ``format``, which only custom tools have)."""
+    for t in tools:
+        if not (
+            t.kind == "function"
+            and type(t.parameters) is _RAW
+            and t.cache_control is None
+            and t.format is None
+        ):
+            return False
+    return True
 
 
 def forget() -> None:

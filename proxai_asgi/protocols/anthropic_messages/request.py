@@ -31,7 +31,7 @@ import base64
 import binascii
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, Literal, NamedTuple, NoReturn, cast
 
 import msgspec
 
@@ -42,6 +42,7 @@ from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absen
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
+from .cache_breakpoints import marker as _marker
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, tool_results_follow, validate
 
@@ -707,7 +708,7 @@ def encode_request(
         top_k=top_k,
         stream=True if request.stream else None,
         metadata=wire.Metadata(user_id=request.user) if request.user else None,
-        tools=tools or None,
+        tools=(tools.plain if isinstance(tools, ToolSet) else tools) or None,
         tool_choice=tool_choice,
         thinking=thinking,
         output_config=wire.OutputConfig(effort=effort, format=fmt) if effort or fmt else None,
@@ -716,7 +717,12 @@ def encode_request(
         ),
     )
     if request.implicit_caching and options.cache_breakpoints:
-        cache_breakpoints.place(body, messages_marked=marked, short_turns=short)
+        cache_breakpoints.place(
+            body,
+            messages_marked=marked,
+            short_turns=short,
+            marked_last_tool=tools.marked_last if isinstance(tools, ToolSet) else None,
+        )
     return exact_json.encode(_encoder, body)
 
 
@@ -1166,7 +1172,54 @@ def _thinking_out(p: c.Reasoning) -> wire.ThinkingBlock | wire.RedactedThinkingB
     return None
 
 
+class ToolSet(NamedTuple):
+    """A tool set's ``tools`` as Anthropic takes them, each encoded (``_TOOL_SETS``)."""
+
+    plain: tuple[msgspec.Raw, ...]
+    marked_last: msgspec.Raw  # the last one marked (``cache_breakpoints.place``)
+    names: frozenset[str]
+
+    @property
+    def size(self) -> int:
+        """About how many bytes it holds."""
+        return sum([len(t) for t in self.plain]) + len(self.marked_last)
+
+
+def _tool_set(tools: list[wire.ToolParam]) -> ToolSet:
+    encode = _encoder.encode
+    return ToolSet(
+        plain=tuple([msgspec.Raw(encode(t)) for t in tools]),
+        marked_last=msgspec.Raw(
+            encode(msgspec.structs.replace(tools[-1], cache_control=_marker()))
+        ),
+        names=frozenset([t.name for t in tools]),
+    )
+
+
+# An agent loop resends its tool set with every request: a set of the usual function
+# tools is written once, as a whole (made from ``_tools_general``'s tools, so the same
+# bytes; it reports nothing for them), and found by content (``tool_schemas.SetLookup``).
+_TOOL_SETS: tool_schemas.SetLookup[ToolSet] = tool_schemas.SetLookup()
+
+
 def _tools_out(
+    request: c.Request, report: TranslationReport
+) -> ToolSet | list[wire.ToolParam | dict[str, Any]]:
+    """The body's ``tools``: a set seen before as a whole (``_TOOL_SETS``), or one by one."""
+    tools = request.tools
+    if not tools or request.hosted_tools:
+        return _tools_general(request, report)
+    known = _TOOL_SETS.get(tools)
+    if known is not None:
+        return known
+    out = _tools_general(request, report)
+    if _TOOL_SETS.second_sight(tools) and tool_schemas.keepable(tools):
+        made = _tool_set(cast("list[wire.ToolParam]", out))
+        _TOOL_SETS.put(tools, made, made.size)
+    return out
+
+
+def _tools_general(
     request: c.Request, report: TranslationReport
 ) -> list[wire.ToolParam | dict[str, Any]]:
     out: list[wire.ToolParam | dict[str, Any]] = []
@@ -1204,7 +1257,9 @@ def _tools_out(
 
 
 def _tool_choice_out(
-    request: c.Request, tools: list[wire.ToolParam | dict[str, Any]], report: TranslationReport
+    request: c.Request,
+    tools: ToolSet | list[wire.ToolParam | dict[str, Any]],
+    report: TranslationReport,
 ) -> wire.ToolChoice | None:
     tc = request.tool_choice
     if not tools:
@@ -1214,7 +1269,11 @@ def _tool_choice_out(
     choice: wire.ToolChoice | None = None
     if tc is not None:
         if tc.mode == "tool":
-            names = {t.name if isinstance(t, wire.ToolParam) else t.get("name") for t in tools}
+            names = (
+                tools.names
+                if isinstance(tools, ToolSet)
+                else {t.name if isinstance(t, wire.ToolParam) else t.get("name") for t in tools}
+            )
             if tc.kind == "custom":
                 report.reject(
                     "tool_choice", "a custom (freeform) tool cannot be forced on Anthropic"
