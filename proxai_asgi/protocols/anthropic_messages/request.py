@@ -805,9 +805,10 @@ def _messages_out(
     short: list[wire.InputMessage] = []
     for i, m in enumerate(messages):
         parts_in = m.content
-        # An agent loop's two turns, whole (no per-part loop, flags or branches): a
-        # tool turn of one result of one plain text, and an assistant turn of a text
-        # then one call. The same blocks, and the same merge, as the loop below.
+        # An agent loop's usual turns, whole (no per-part loop, flags or branches): a
+        # tool turn of one result of one plain text, a turn of one text, and an
+        # assistant turn of a text then one call. The same blocks, and the same
+        # merge, as the loop below.
         n = len(parts_in)
         if n == 1:
             if (
@@ -840,6 +841,30 @@ def _messages_out(
                 turn = message(role="user", content=turn_blocks)
                 out.append(turn)
                 turn_user, turn_other, turn_unordered = True, False, False
+                continue
+            if type(p) is text and p.text and not p.citations:
+                # a turn of one text (a conversation's first and last user turns):
+                # opened in the short form when it is not marked
+                said_block = text_block(text=p.text, cache_control=p.cache_control)
+                user = m.role != "assistant"
+                if turn is not None and turn_user is user:
+                    if type(turn.content) is str:
+                        turn.content = turn_blocks
+                    turn_blocks.append(said_block)
+                    turn_other = True
+                elif p.cache_control is None:
+                    turn_blocks = [said_block]
+                    turn = message(role="user" if user else "assistant", content=p.text)
+                    short.append(turn)
+                    out.append(turn)
+                    turn_user, turn_other, turn_unordered = user, True, False
+                else:
+                    turn_blocks = [said_block]
+                    turn = message(role="user" if user else "assistant", content=turn_blocks)
+                    out.append(turn)
+                    turn_user, turn_other, turn_unordered = user, True, False
+                if p.cache_control is not None:
+                    marked = True
                 continue
         elif (
             (

@@ -1,10 +1,10 @@
-"""``_messages_out`` builds an agent loop's two usual turns whole (a tool turn of one
+"""``_messages_out`` builds an agent loop's usual turns whole (a tool turn of one
 plain-text result; an assistant turn of a text and one call, a Gemini thought
-signature between them or not) instead of going part by part. A shortcut only: every
-conversation here is encoded as production does and with the general loop forced (an
-empty text part appended to every turn, which that loop skips and which the whole-turn
-paths do not take), and both must give the same bytes, the same report and the same
-error."""
+signature between them or not; a turn of one text) instead of going part by part.
+A shortcut only: every conversation here is encoded as production does and with the
+general loop forced (an empty text part appended to every turn, which that loop skips
+and which the whole-turn paths do not take), and both must give the same bytes, the
+same report and the same error."""
 
 from __future__ import annotations
 
