@@ -803,6 +803,7 @@ def _messages_out(
     turn_user = turn_other = turn_unordered = False
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     short: list[wire.InputMessage] = []
+    thoughts_dropped = False
     for i, m in enumerate(messages):
         parts_in = m.content
         # An agent loop's usual turns, whole (no per-part loop, flags or branches): a
@@ -815,7 +816,7 @@ def _messages_out(
                 type(p := parts_in[0]) is result
                 and m.role == "tool"
                 and p.kind != "custom"
-                and p.call_id not in dropped_calls
+                and (not dropped_calls or p.call_id not in dropped_calls)
                 and len(p.content) == 1
                 and type(only := p.content[0]) is text
                 and only.text
@@ -883,8 +884,9 @@ def _messages_out(
             and not said.citations
             and p.kind != "custom"
         ):
-            if n == 3:
+            if n == 3 and not thoughts_dropped:  # (reported once: a Gemini turn has one)
                 report.drop("reasoning")
+                thoughts_dropped = True
             value = raw_inputs.get(p.arguments) or _raw_input(p.arguments, i, n - 1)
             if said.cache_control is not None:
                 marked = True
