@@ -43,8 +43,11 @@ _MARKABLE = (
 _MARKABLE_TYPES: frozenset[type] = frozenset(_MARKABLE)
 
 
-def marker() -> dict[str, Any]:
-    return {"type": "ephemeral"}  # the default five-minute lifetime
+# The marker (the default five-minute lifetime), encoded: one shared object that the
+# encoder writes as it is, in place of a dict made and encoded for every breakpoint.
+# Nothing reads a body's markers back but ``has_breakpoint``, which asks only whether
+# one is there. (Typed as the dict it encodes as.)
+MARKER: dict[str, Any] = msgspec.Raw(b'{"type":"ephemeral"}')  # type: ignore[assignment]
 
 
 def has_breakpoint(body: wire.UpstreamRequest, messages_marked: bool | None = None) -> bool:
@@ -98,16 +101,16 @@ def place(
     elif tools:
         last = tools[-1]
         if isinstance(last, dict):  # a typed server tool, kept raw
-            tools[-1] = {**last, "cache_control": marker()}
+            tools[-1] = {**last, "cache_control": MARKER}
         else:
-            last.cache_control = marker()
+            last.cache_control = MARKER
         placed += 1
     system = body.system
     if isinstance(system, str):
-        body.system = [wire.TextBlock(text=system, cache_control=marker())]
+        body.system = [wire.TextBlock(text=system, cache_control=MARKER)]
         placed += 1
     elif system:
-        system[-1].cache_control = marker()
+        system[-1].cache_control = MARKER
         placed += 1
     messages = body.messages
     tail = len(messages) - 1
@@ -136,6 +139,6 @@ def _mark_message(message: wire.InputMessage) -> bool:
     markable = _MARKABLE_TYPES
     for b in reversed(content):
         if type(b) in markable:
-            b.cache_control = {"type": "ephemeral"}  # marker(), inline
+            b.cache_control = MARKER
             return True
     return False

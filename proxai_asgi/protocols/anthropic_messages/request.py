@@ -42,7 +42,7 @@ from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absen
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
-from .cache_breakpoints import marker as _marker
+from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, tool_results_follow, validate
 
@@ -1216,9 +1216,7 @@ def _tool_set(tools: list[wire.ToolParam]) -> ToolSet:
     encode = _encoder.encode
     return ToolSet(
         plain=tuple([msgspec.Raw(encode(t)) for t in tools]),
-        marked_last=msgspec.Raw(
-            encode(msgspec.structs.replace(tools[-1], cache_control=_marker()))
-        ),
+        marked_last=msgspec.Raw(encode(msgspec.structs.replace(tools[-1], cache_control=MARKER))),
         names=frozenset([t.name for t in tools]),
     )
 
