@@ -683,8 +683,10 @@ def encode_request(
         _check_fields(request, report)
     tools = _tools_out(request, report)
     tool_choice = _tool_choice_out(request, tools, report)
-    thinking, effort = _reasoning_out(request.reasoning, report)
-    fmt = _format_out(request.response_format)
+    thinking, effort = (
+        _reasoning_out(request.reasoning, report) if request.reasoning is not None else _NO_THINKING
+    )
+    fmt = _format_out(request.response_format) if request.response_format is not None else None
     temperature = request.temperature
     if temperature is not None and temperature > 1.0:
         report.drop("temperature")  # Anthropic's range is 0..1
@@ -700,7 +702,7 @@ def encode_request(
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
-        max_tokens=_max_tokens(request, thinking, options),
+        max_tokens=request.max_tokens or _max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
@@ -724,6 +726,9 @@ def encode_request(
             marked_last_tool=tools.marked_last if isinstance(tools, ToolSet) else None,
         )
     return exact_json.encode(_encoder, body)
+
+
+_NO_THINKING: tuple[None, None] = (None, None)
 
 
 def _max_tokens(
@@ -767,6 +772,10 @@ def _check_fields(request: c.Request, report: TranslationReport) -> None:
 
 
 def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
+    if len(system) == 1:  # the usual system prompt, in the short form
+        only = system[0]
+        if only.text and only.cache_control is None:
+            return only.text
     if not system:
         return None
     texts = [t for t in system if t.text]

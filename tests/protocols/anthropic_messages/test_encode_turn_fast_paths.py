@@ -230,3 +230,13 @@ def test_the_kept_inputs_are_bounded() -> None:
         request._raw_input(f'{{"n":{n}}}', 0, 0)
         assert len(json_objects.RAW_OBJECTS) <= json_objects.RAW_OBJECTS_MAX
     assert bytes(request._raw_input('{"n": 1}', 0, 0)) == b'{"n":1}'
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, max_size=3))
+def test_a_lone_system_text_takes_the_short_form_as_the_general_path_does(
+    system: list[c.Text],
+) -> None:
+    """``_system_out``'s usual system prompt (one plain text) against the general path,
+    forced by an empty text, which it skips."""
+    assert request._system_out(system) == request._system_out([*system, c.Text(text="")])
