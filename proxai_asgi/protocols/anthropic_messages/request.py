@@ -51,6 +51,7 @@ _request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.Cli
 _strict_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _encoder = msgspec.json.Encoder()
+_replace = msgspec.structs.replace
 _json = msgspec.json.Decoder()
 
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
@@ -725,7 +726,13 @@ def encode_request(
             short_turns=short,
             marked_last_tool=tools.marked_last if isinstance(tools, ToolSet) else None,
         )
-    return exact_json.encode(_encoder, body)
+    out = exact_json.encode(_encoder, body)
+    if type(tools) is list and tools and not request.hosted_tools:
+        # A set not kept yet: kept now that the body is written and its objects are let
+        # go, so that the request that makes the entry peaks no higher than the others.
+        del body, messages, short
+        _keep_tool_set(request.tools, tools)
+    return out
 
 
 _NO_THINKING: tuple[None, None] = (None, None)
@@ -1213,21 +1220,11 @@ class ToolSet(NamedTuple):
 
     plain: tuple[msgspec.Raw, ...]
     marked_last: msgspec.Raw  # the last one marked (``cache_breakpoints.place``)
-    names: frozenset[str]
 
     @property
     def size(self) -> int:
         """About how many bytes it holds."""
         return sum([len(t) for t in self.plain]) + len(self.marked_last)
-
-
-def _tool_set(tools: list[wire.ToolParam]) -> ToolSet:
-    encode = _encoder.encode
-    return ToolSet(
-        plain=tuple([msgspec.Raw(encode(t)) for t in tools]),
-        marked_last=msgspec.Raw(encode(msgspec.structs.replace(tools[-1], cache_control=MARKER))),
-        names=frozenset([t.name for t in tools]),
-    )
 
 
 # An agent loop resends its tool set with every request: a set of the usual function
@@ -1239,18 +1236,27 @@ _TOOL_SETS: tool_schemas.SetLookup[ToolSet] = tool_schemas.SetLookup()
 def _tools_out(
     request: c.Request, report: TranslationReport
 ) -> ToolSet | list[wire.ToolParam | dict[str, Any]]:
-    """The body's ``tools``: a set seen before as a whole (``_TOOL_SETS``), or one by one."""
+    """The body's ``tools``: a set kept as a whole (``_TOOL_SETS``), or one by one."""
     tools = request.tools
     if not tools or request.hosted_tools:
         return _tools_general(request, report)
-    known = _TOOL_SETS.get(tools)
-    if known is not None:
-        return known
-    out = _tools_general(request, report)
-    if _TOOL_SETS.second_sight(tools) and tool_schemas.keepable(tools):
-        made = _tool_set(cast("list[wire.ToolParam]", out))
-        _TOOL_SETS.put(tools, made, made.size)
-    return out
+    return _TOOL_SETS.get(tools) or _tools_general(request, report)
+
+
+def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, Any]]) -> None:
+    """Keep ``tools`` (``made`` by ``_tools_general``; ``place`` may have marked the last)
+    as a whole, if the set was seen before and is one ``_TOOL_SETS`` keeps. (Not
+    through ``exact_json``, whose buffer a small body would shrink.)"""
+    if not (_TOOL_SETS.second_sight(tools) and tool_schemas.keepable(tools)):
+        return
+    params = cast("list[wire.ToolParam]", made)
+    last = params[-1]  # (a kept set has no mark of its own)
+    encode = _encoder.encode
+    plain = [msgspec.Raw(encode(t)) for t in params[:-1]]
+    plain.append(msgspec.Raw(encode(_replace(last, cache_control=None))))
+    marked = msgspec.Raw(encode(_replace(last, cache_control=MARKER)))
+    made_set = ToolSet(plain=tuple(plain), marked_last=marked)
+    _TOOL_SETS.put(tools, made_set, made_set.size)
 
 
 def _tools_general(
@@ -1304,7 +1310,7 @@ def _tool_choice_out(
     if tc is not None:
         if tc.mode == "tool":
             names = (
-                tools.names
+                {t.name for t in request.tools}  # (all of them: a kept set drops none)
                 if isinstance(tools, ToolSet)
                 else {t.name if isinstance(t, wire.ToolParam) else t.get("name") for t in tools}
             )
