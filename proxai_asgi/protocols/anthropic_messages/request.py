@@ -1216,7 +1216,10 @@ def _thinking_out(p: c.Reasoning) -> wire.ThinkingBlock | wire.RedactedThinkingB
 
 
 class ToolSet(NamedTuple):
-    """A tool set's ``tools`` as Anthropic takes them, each encoded (``_TOOL_SETS``)."""
+    """A tool set's ``tools`` as Anthropic takes them, encoded (``_TOOL_SETS``): the
+    tools before the last as one ``Raw`` (their items, comma-separated: the encoder
+    writes the commas between a tuple's items) and the last; only the last for a set
+    of one."""
 
     plain: tuple[msgspec.Raw, ...]
     marked_last: msgspec.Raw  # the last one marked (``cache_breakpoints.place``)
@@ -1251,12 +1254,17 @@ def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, An
         return
     params = cast("list[wire.ToolParam]", made)
     last = params[-1]  # (a kept set has no mark of its own)
-    encode = _encoder.encode
-    plain = [msgspec.Raw(encode(t)) for t in params[:-1]]
-    plain.append(msgspec.Raw(encode(_replace(last, cache_control=None))))
-    marked = msgspec.Raw(encode(_replace(last, cache_control=MARKER)))
-    made_set = ToolSet(plain=tuple(plain), marked_last=marked)
+    plain: tuple[msgspec.Raw, ...] = (_items([_replace(last, cache_control=None)]),)
+    if len(params) > 1:
+        plain = (_items(params[:-1]), *plain)
+    made_set = ToolSet(plain=plain, marked_last=_items([_replace(last, cache_control=MARKER)]))
     _TOOL_SETS.put(tools, made_set, made_set.size)
+
+
+def _items(values: list[wire.ToolParam]) -> msgspec.Raw:
+    """``values`` encoded as the items of a list, without its brackets (a slice: bytes
+    of their own at their exact size)."""
+    return msgspec.Raw(_encoder.encode(values)[1:-1])
 
 
 def _tools_general(
