@@ -79,13 +79,13 @@ def place(
     body: wire.UpstreamRequest,
     messages_marked: bool | None = None,
     short_turns: list[wire.InputMessage] | None = None,
-    marked_last_tool: msgspec.Raw | None = None,
+    marked_tools: tuple[msgspec.Raw, ...] | None = None,
 ) -> int:
     """Mark ``body`` in place (see the module docstring); returns how many were placed.
     ``messages_marked``: as for ``has_breakpoint``; ``short_turns``, when given, holds
     every message whose content is a string (others may be in it too), so the rest
-    need not be looked at; ``marked_last_tool``: with tools held encoded (a tuple), the
-    last one marked (``request.ToolSet``).
+    need not be looked at; ``marked_tools``: with tools held encoded (a tuple), the same
+    with the last one marked (``request.ToolSet``).
 
     Plain loops and ``type()`` tests: this runs on every request of an OpenAI client
     to Anthropic, most of them a short turn, where a generator or an ``isinstance``
@@ -95,8 +95,8 @@ def place(
     placed = 0
     tools = body.tools
     if isinstance(tools, tuple):
-        assert marked_last_tool is not None, "tools held encoded come with the marked last"
-        body.tools = (*tools[:-1], marked_last_tool)
+        assert marked_tools is not None, "tools held encoded come with their marked form"
+        body.tools = marked_tools
         placed += 1
     elif tools:
         last = tools[-1]

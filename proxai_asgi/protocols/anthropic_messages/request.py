@@ -724,7 +724,7 @@ def encode_request(
             body,
             messages_marked=marked,
             short_turns=short,
-            marked_last_tool=tools.marked_last if isinstance(tools, ToolSet) else None,
+            marked_tools=tools.marked if isinstance(tools, ToolSet) else None,
         )
     out = exact_json.encode(_encoder, body)
     if type(tools) is list and tools and not request.hosted_tools:
@@ -1222,12 +1222,12 @@ class ToolSet(NamedTuple):
     of one."""
 
     plain: tuple[msgspec.Raw, ...]
-    marked_last: msgspec.Raw  # the last one marked (``cache_breakpoints.place``)
+    marked: tuple[msgspec.Raw, ...]  # the last one marked (``cache_breakpoints.place``)
 
     @property
     def size(self) -> int:
         """About how many bytes it holds."""
-        return sum([len(t) for t in self.plain]) + len(self.marked_last)
+        return sum([len(t) for t in self.plain]) + len(self.marked[-1])
 
 
 # An agent loop resends its tool set with every request: a set of the usual function
@@ -1257,7 +1257,8 @@ def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, An
     plain: tuple[msgspec.Raw, ...] = (_items([_replace(last, cache_control=None)]),)
     if len(params) > 1:
         plain = (_items(params[:-1]), *plain)
-    made_set = ToolSet(plain=plain, marked_last=_items([_replace(last, cache_control=MARKER)]))
+    marked = (*plain[:-1], _items([_replace(last, cache_control=MARKER)]))
+    made_set = ToolSet(plain=plain, marked=marked)
     _TOOL_SETS.put(tools, made_set, made_set.size)
 
 

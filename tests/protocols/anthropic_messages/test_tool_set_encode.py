@@ -170,7 +170,7 @@ def test_an_entry_holds_bytes_of_its_own() -> None:
         b'{"name":"a","input_schema":{"type":"object"}}',
         b'{"name":"b","input_schema":{"type":"object"}}',
     ]
-    assert bytes(made.marked_last) == (
+    assert made.marked[0] is made.plain[0] and bytes(made.marked[1]) == (
         b'{"name":"b","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}'
     )
 
@@ -193,7 +193,7 @@ def test_the_look_up_is_bounded_and_forgotten(monkeypatch: pytest.MonkeyPatch) -
     assert len(lookup) == 0
 
 
-def test_place_marks_a_set_held_encoded_with_its_marked_last_tool() -> None:
+def test_place_marks_a_set_held_encoded_with_its_marked_form() -> None:
     tool_schemas.forget()
     req = _request(_tools(b'{"type":"object"}', b'{"type":"object","a":1}'))
     for _ in range(2):
@@ -202,8 +202,8 @@ def test_place_marks_a_set_held_encoded_with_its_marked_last_tool() -> None:
     assert isinstance(tools, request.ToolSet)
     body = request.wire.UpstreamRequest(model="m", messages=[], max_tokens=1, tools=tools.plain)
     assert not cache_breakpoints.has_breakpoint(body)
-    assert cache_breakpoints.place(body, marked_last_tool=tools.marked_last) == 1
-    assert body.tools == (tools.plain[0], tools.marked_last)
+    assert cache_breakpoints.place(body, marked_tools=tools.marked) == 1
+    assert body.tools is tools.marked
 
 
 def test_sets_alike_in_size_and_end_names_are_kept_side_by_side() -> None:
