@@ -1250,7 +1250,7 @@ def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, An
     """Keep ``tools`` (``made`` by ``_tools_general``; ``place`` may have marked the last)
     as a whole, if the set was seen before and is one ``_TOOL_SETS`` keeps. (Not
     through ``exact_json``, whose buffer a small body would shrink.)"""
-    if not (_TOOL_SETS.second_sight(tools) and tool_schemas.keepable(tools)):
+    if not (tool_schemas.keepable(tools) and _TOOL_SETS.second_sight(tools)):
         return
     params = cast("list[wire.ToolParam]", made)
     last = params[-1]  # (a kept set has no mark of its own)

@@ -1,8 +1,9 @@
 """The Anthropic encoder writes a resent tool set as a whole, from a look-up
 (``request._TOOL_SETS``, a ``tool_schemas.SetLookup``). A shortcut only: any request,
-encoded with the look-up empty, then as a set seen once, then as one kept, gives the
-same bytes, the same report and the same error each time, with cache breakpoints
-placed or not; the look-up is keyed by content, bounded, and holds bytes of its own."""
+encoded with the look-up empty, then as a set whose key was seen, then as one whose
+tools were, then from the entry, gives the same bytes, the same report and the same
+error each time, with cache breakpoints placed or not; the look-up is keyed by
+content, bounded, and holds bytes of its own."""
 
 from __future__ import annotations
 
@@ -108,8 +109,9 @@ def test_a_kept_set_gives_the_bytes_report_and_error_of_the_general_path(
         implicit_caching=implicit,
     )
     tool_schemas.forget()
-    general = _encode(req, breakpoints, lossy)  # nothing looked up
-    assert _encode(req, breakpoints, lossy) == general  # seen once: made into an entry
+    general = _encode(req, breakpoints, lossy)  # nothing looked up: the key noted
+    assert _encode(req, breakpoints, lossy) == general  # the tools noted
+    assert _encode(req, breakpoints, lossy) == general  # seen again: made into an entry
     kept = request._TOOL_SETS._count
     assert kept == (
         1 if tool_schemas.keepable(tools) and not hosted and general[0] == "body" else 0
@@ -159,7 +161,7 @@ def test_an_entry_holds_bytes_of_its_own() -> None:
     own = msgspec.Raw(b'{"type":"object"}')
     req = _request([c.Tool(name="a", parameters=view), c.Tool(name="b", parameters=own)])
     before = sys.getrefcount(body)
-    for _ in range(2):
+    for _ in range(3):
         _encode(req, True)
     del view
     req.tools[0].parameters = None
@@ -176,27 +178,61 @@ def test_an_entry_holds_bytes_of_its_own() -> None:
 
 
 def test_the_look_up_is_bounded_and_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries and notes within their bounds; a set too large to keep is made once,
+    noted as such, and not made again."""
     monkeypatch.setattr(tool_schemas, "MAX_ENTRIES", 3)
     monkeypatch.setattr(tool_schemas, "MAX_BYTES", 1000)
     monkeypatch.setattr(tool_schemas, "MAX_KEY_BYTES", 400)
+    made = _count_made(monkeypatch)
     tool_schemas.forget()
     lookup = request._TOOL_SETS
     for i in range(20):
         pad = "x" * (300 if i % 5 == 4 else i)  # every fifth set too large to keep
         req = _request(_tools(f'{{"type":"object","p{i}":"{pad}"}}'.encode()))
         want = _encode(req, True)
-        assert _encode(req, True) == want
+        before = len(made)
+        for _ in range(3):
+            assert _encode(req, True) == want
+        assert len(made) == before + 1  # (made on the third sight, then found or refused)
         assert (lookup.get(req.tools) is None) == (i % 5 == 4)
         assert lookup._count <= 3 and lookup._bytes <= 1000
-        assert len(lookup._seen) <= 3
+        assert len(lookup._noted) <= 3 and lookup._noted_bytes <= 1000
     tool_schemas.forget()
     assert len(lookup) == 0
+
+
+def _count_made(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """A list that grows by one each time an entry is made (put)."""
+    made: list[None] = []
+    put = tool_schemas.SetLookup.put
+
+    def counted(self: Any, tools: list[c.Tool], value: Any, size: int) -> None:
+        made.append(None)
+        put(self, tools, value, size)
+
+    monkeypatch.setattr(tool_schemas.SetLookup, "put", counted)
+    return made
+
+
+def test_a_set_that_changes_with_every_request_is_never_made_into_an_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tools alike in key whose content differs each time (a date in a description)
+    are noted, never made into an entry, and each request gets its own bytes."""
+    tool_schemas.forget()
+    made = _count_made(monkeypatch)
+    for day in range(6):
+        tools = _tools(b'{"type":"object"}')
+        tools[0].description = f"Today is day {day}."
+        body = _encode(_request(tools), True)[1]
+        assert f"Today is day {day}.".encode() in body
+    assert made == [] and request._TOOL_SETS._count == 0
 
 
 def test_place_marks_a_set_held_encoded_with_its_marked_form() -> None:
     tool_schemas.forget()
     req = _request(_tools(b'{"type":"object"}', b'{"type":"object","a":1}'))
-    for _ in range(2):
+    for _ in range(3):
         _encode(req, True)
     tools = request._tools_out(req, TranslationReport())
     assert isinstance(tools, request.ToolSet)
@@ -213,7 +249,7 @@ def test_sets_alike_in_size_and_end_names_are_kept_side_by_side() -> None:
         _request([c.Tool(name=name, parameters=msgspec.Raw(b"{}")) for name in ("a", middle, "z")])
         for middle in ("b", "c", "d")
     ]
-    for req in sets * 2:
+    for req in sets * 3:
         _encode(req, True)
     assert request._TOOL_SETS._count == 3
     for req in sets:
