@@ -279,7 +279,8 @@ class SetLookup(Generic[_V]):
         self._bytes = self._count = self._noted_bytes = 0
 
     def __len__(self) -> int:
-        return self._count + len(self._noted)
+        """How many entries it holds (the notes are not entries)."""
+        return self._count
 
 
 def _kept(tools: list[c.Tool]) -> list[c.Tool]:

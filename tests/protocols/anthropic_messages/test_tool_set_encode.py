@@ -198,7 +198,7 @@ def test_the_look_up_is_bounded_and_forgotten(monkeypatch: pytest.MonkeyPatch) -
         assert lookup._count <= 3 and lookup._bytes <= 1000
         assert len(lookup._noted) <= 3 and lookup._noted_bytes <= 1000
     tool_schemas.forget()
-    assert len(lookup) == 0
+    assert len(lookup) == lookup._count == len(lookup._noted) == 0
 
 
 def _count_made(monkeypatch: pytest.MonkeyPatch) -> list[None]:
