@@ -14,7 +14,7 @@ the dict. Every look-up is bounded, keyed by content, and holds only bytes of it
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
@@ -84,7 +84,13 @@ class _Bounded(Generic[_V]):
         return len(self._entries)
 
 
-_LOOKUPS: list[_Bounded[Any]] = []  # every one, for ``forget``
+class _Clearable(Protocol):
+    def clear(self) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
+_LOOKUPS: list[_Clearable] = []  # every one, for ``forget``
 
 
 class _FactsLookup(_Bounded[SchemaFacts]):
@@ -207,6 +213,124 @@ class _Seen(_Bounded[None]):
             return True
         self._remember(key, None)
         return False
+
+
+_SetKey = tuple[int, str, str]
+_SET_BUCKET = 4  # sets kept under one key (alike in size, first and last name)
+
+
+class SetLookup(Generic[_V]):
+    """A whole tool set -> what an encoder made of it (its upstream form, written once),
+    for an encoder, which receives canonical tools rather than bytes.
+
+    Keyed by content: the set's size and first and last names find a few entries, each
+    holding a copy of the tools it was made of, used only when they equal the request's
+    field for field (``==`` on the Structs: a key of every field cost twice as much).
+    Only ``keepable`` sets are kept; their schemas are ``Raw.copy()``s, the request's
+    own when they own their bytes (as the decoders' look-ups hold them), so an entry
+    never holds a view into a body.
+
+    A set is made into an entry once the same tools are seen again (``second_sight``):
+    the first time only its key is noted, the next a copy of the tools, so that a
+    conversation's first request (and ``--cold``) pays one set insert, and a set that
+    changes with every request (a date in a description) is never made into an entry.
+    Bounded as the other look-ups (the notes too), by the size the caller gives; a set
+    too large to keep is noted as such and not made again."""
+
+    __slots__ = ("_bytes", "_count", "_entries", "_noted", "_noted_bytes")
+
+    def __init__(self) -> None:
+        self._entries: dict[_SetKey, list[tuple[list[c.Tool], _V]]] = {}
+        # the tools last seen under a key seen before (a few), and whether each may be kept
+        self._noted: dict[_SetKey, list[tuple[list[c.Tool], bool]]] = {}
+        self._bytes = self._count = self._noted_bytes = 0
+        _LOOKUPS.append(self)
+
+    def get(self, tools: list[c.Tool]) -> _V | None:
+        for kept, value in self._entries.get((len(tools), tools[0].name, tools[-1].name), ()):
+            if kept == tools:
+                return value
+        return None
+
+    def second_sight(self, tools: list[c.Tool]) -> bool:
+        """Whether these tools (``keepable``) were seen before, and may be kept; if they
+        were not, their key, or if it was, they are noted for next time."""
+        key = (len(tools), tools[0].name, tools[-1].name)
+        bucket = self._noted.get(key)
+        if bucket is None:  # (the key, first)
+            if len(self._noted) >= MAX_ENTRIES:
+                self._noted.clear()
+                self._noted_bytes = 0
+            self._noted[key] = []
+            return False
+        for noted, may in bucket:
+            if noted == tools:
+                return may
+        size = 0
+        for t in tools:
+            size += len(t.parameters or b"") + len(t.description or "")
+        if size > MAX_KEY_BYTES:
+            return False
+        if self._noted_bytes + size > MAX_BYTES:
+            self._noted.clear()
+            self._noted_bytes = 0
+            bucket = self._noted[key] = []
+        elif len(bucket) >= _SET_BUCKET:
+            del bucket[0]
+        bucket.append((_kept(tools), True))
+        self._noted_bytes += size
+        return False
+
+    def put(self, tools: list[c.Tool], value: _V, size: int) -> None:
+        """Remember ``value`` for ``tools`` (seen twice: ``second_sight``); ``size``:
+        about how many bytes the entry holds."""
+        key = (len(tools), tools[0].name, tools[-1].name)
+        notes = self._noted.setdefault(key, [])
+        at = next((i for i, (noted, _) in enumerate(notes) if noted == tools), None)
+        kept = _kept(tools) if at is None else notes.pop(at)[0]
+        if size > MAX_KEY_BYTES:
+            notes.append((kept, False))  # (not made again while noted)
+            return
+        if not notes:
+            del self._noted[key]
+        if self._count >= MAX_ENTRIES or self._bytes + size > MAX_BYTES:
+            self._entries.clear()
+            self._bytes = self._count = 0
+        bucket = self._entries.setdefault(key, [])
+        if len(bucket) >= _SET_BUCKET:
+            del bucket[0]
+            self._count -= 1
+        bucket.append((kept, value))
+        self._bytes += size
+        self._count += 1
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._noted.clear()
+        self._bytes = self._count = self._noted_bytes = 0
+
+    def __len__(self) -> int:
+        """How many entries it holds (the notes are not entries)."""
+        return self._count
+
+
+def _kept(tools: list[c.Tool]) -> list[c.Tool]:
+    """Copies of ``tools`` (encoded schemas) holding nothing of a request's body."""
+    return [_copy(t, parameters=t.parameters.copy()) for t in tools]  # type: ignore[union-attr]
+
+
+def keepable(tools: list[c.Tool]) -> bool:
+    """Whether ``SetLookup`` keeps ``tools``: function tools, each schema encoded, none
+    marked ``cache_control`` (nor with a ``format``, which only custom tools have)."""
+    for t in tools:
+        if not (
+            t.kind == "function"
+            and type(t.parameters) is _RAW
+            and t.cache_control is None
+            and t.format is None
+        ):
+            return False
+    return True
 
 
 def forget() -> None:

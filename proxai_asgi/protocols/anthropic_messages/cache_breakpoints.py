@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from . import wire
 
 MAX_BREAKPOINTS = 4  # Anthropic rejects a request with more
@@ -41,18 +43,24 @@ _MARKABLE = (
 _MARKABLE_TYPES: frozenset[type] = frozenset(_MARKABLE)
 
 
-def _marker() -> dict[str, Any]:
-    return {"type": "ephemeral"}  # the default five-minute lifetime
+# The marker (the default five-minute lifetime), encoded: one shared object that the
+# encoder writes as it is, in place of a dict made and encoded for every breakpoint.
+# Nothing reads a body's markers back but ``has_breakpoint``, which asks only whether
+# one is there. (Typed as the dict it encodes as.)
+MARKER: dict[str, Any] = msgspec.Raw(b'{"type":"ephemeral"}')  # type: ignore[assignment]
 
 
 def has_breakpoint(body: wire.UpstreamRequest, messages_marked: bool | None = None) -> bool:
     """Whether ``body`` carries a marker; ``messages_marked``, when given, says whether
     its messages do (the encoder that built them knows, and a long conversation has
-    hundreds of blocks to look at otherwise)."""
-    for tool in body.tools or ():
-        marker = tool.get("cache_control") if isinstance(tool, dict) else tool.cache_control
-        if marker is not None:
-            return True
+    hundreds of blocks to look at otherwise). Tools held encoded (a tuple) carry none
+    (``request.ToolSet``)."""
+    tools = body.tools
+    if isinstance(tools, list):
+        for tool in tools:
+            mark = tool.get("cache_control") if isinstance(tool, dict) else tool.cache_control
+            if mark is not None:
+                return True
     if isinstance(body.system, list) and any(b.cache_control is not None for b in body.system):
         return True
     if messages_marked is not None:
@@ -71,11 +79,13 @@ def place(
     body: wire.UpstreamRequest,
     messages_marked: bool | None = None,
     short_turns: list[wire.InputMessage] | None = None,
+    marked_tools: tuple[msgspec.Raw, ...] | None = None,
 ) -> int:
     """Mark ``body`` in place (see the module docstring); returns how many were placed.
     ``messages_marked``: as for ``has_breakpoint``; ``short_turns``, when given, holds
     every message whose content is a string (others may be in it too), so the rest
-    need not be looked at.
+    need not be looked at; ``marked_tools``: with tools held encoded (a tuple), the same
+    with the last one marked (``request.ToolSet``).
 
     Plain loops and ``type()`` tests: this runs on every request of an OpenAI client
     to Anthropic, most of them a short turn, where a generator or an ``isinstance``
@@ -84,19 +94,23 @@ def place(
         return 0
     placed = 0
     tools = body.tools
-    if tools:
+    if isinstance(tools, tuple):
+        assert marked_tools is not None, "tools held encoded come with their marked form"
+        body.tools = marked_tools
+        placed += 1
+    elif tools:
         last = tools[-1]
         if isinstance(last, dict):  # a typed server tool, kept raw
-            tools[-1] = {**last, "cache_control": _marker()}
+            tools[-1] = {**last, "cache_control": MARKER}
         else:
-            last.cache_control = _marker()
+            last.cache_control = MARKER
         placed += 1
     system = body.system
     if isinstance(system, str):
-        body.system = [wire.TextBlock(text=system, cache_control=_marker())]
+        body.system = [wire.TextBlock(text=system, cache_control=MARKER)]
         placed += 1
     elif system:
-        system[-1].cache_control = _marker()
+        system[-1].cache_control = MARKER
         placed += 1
     messages = body.messages
     tail = len(messages) - 1
@@ -125,6 +139,6 @@ def _mark_message(message: wire.InputMessage) -> bool:
     markable = _MARKABLE_TYPES
     for b in reversed(content):
         if type(b) in markable:
-            b.cache_control = {"type": "ephemeral"}  # _marker(), inline
+            b.cache_control = MARKER
             return True
     return False

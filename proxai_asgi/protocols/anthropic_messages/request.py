@@ -31,7 +31,7 @@ import base64
 import binascii
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, Literal, NamedTuple, NoReturn, cast
 
 import msgspec
 
@@ -42,6 +42,7 @@ from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absen
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
+from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, tool_results_follow, validate
 
@@ -50,6 +51,7 @@ _request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.Cli
 _strict_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
 _encoder = msgspec.json.Encoder()
+_replace = msgspec.structs.replace
 _json = msgspec.json.Decoder()
 
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
@@ -682,8 +684,10 @@ def encode_request(
         _check_fields(request, report)
     tools = _tools_out(request, report)
     tool_choice = _tool_choice_out(request, tools, report)
-    thinking, effort = _reasoning_out(request.reasoning, report)
-    fmt = _format_out(request.response_format)
+    thinking, effort = (
+        _reasoning_out(request.reasoning, report) if request.reasoning is not None else _NO_THINKING
+    )
+    fmt = _format_out(request.response_format) if request.response_format is not None else None
     temperature = request.temperature
     if temperature is not None and temperature > 1.0:
         report.drop("temperature")  # Anthropic's range is 0..1
@@ -699,7 +703,7 @@ def encode_request(
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
-        max_tokens=_max_tokens(request, thinking, options),
+        max_tokens=request.max_tokens or _max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
@@ -707,7 +711,7 @@ def encode_request(
         top_k=top_k,
         stream=True if request.stream else None,
         metadata=wire.Metadata(user_id=request.user) if request.user else None,
-        tools=tools or None,
+        tools=(tools.plain if isinstance(tools, ToolSet) else tools) or None,
         tool_choice=tool_choice,
         thinking=thinking,
         output_config=wire.OutputConfig(effort=effort, format=fmt) if effort or fmt else None,
@@ -716,8 +720,22 @@ def encode_request(
         ),
     )
     if request.implicit_caching and options.cache_breakpoints:
-        cache_breakpoints.place(body, messages_marked=marked, short_turns=short)
-    return exact_json.encode(_encoder, body)
+        cache_breakpoints.place(
+            body,
+            messages_marked=marked,
+            short_turns=short,
+            marked_tools=tools.marked if isinstance(tools, ToolSet) else None,
+        )
+    out = exact_json.encode(_encoder, body)
+    if type(tools) is list and tools and not request.hosted_tools:
+        # A set not kept yet: kept now that the body is written and its objects are let
+        # go, so that the request that makes the entry peaks no higher than the others.
+        del body, messages, short
+        _keep_tool_set(request.tools, tools)
+    return out
+
+
+_NO_THINKING: tuple[None, None] = (None, None)
 
 
 def _max_tokens(
@@ -761,6 +779,10 @@ def _check_fields(request: c.Request, report: TranslationReport) -> None:
 
 
 def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
+    if len(system) == 1:  # the usual system prompt, in the short form
+        only = system[0]
+        if only.text and only.cache_control is None:
+            return only.text
     if not system:
         return None
     texts = [t for t in system if t.text]
@@ -797,18 +819,20 @@ def _messages_out(
     turn_user = turn_other = turn_unordered = False
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     short: list[wire.InputMessage] = []
+    thoughts_dropped = False
     for i, m in enumerate(messages):
         parts_in = m.content
-        # An agent loop's two turns, whole (no per-part loop, flags or branches): a
-        # tool turn of one result of one plain text, and an assistant turn of a text
-        # then one call. The same blocks, and the same merge, as the loop below.
+        # An agent loop's usual turns, whole (no per-part loop, flags or branches): a
+        # tool turn of one result of one plain text, a turn of one text, and an
+        # assistant turn of a text then one call. The same blocks, and the same
+        # merge, as the loop below.
         n = len(parts_in)
         if n == 1:
             if (
                 type(p := parts_in[0]) is result
                 and m.role == "tool"
                 and p.kind != "custom"
-                and p.call_id not in dropped_calls
+                and (not dropped_calls or p.call_id not in dropped_calls)
                 and len(p.content) == 1
                 and type(only := p.content[0]) is text
                 and only.text
@@ -835,6 +859,30 @@ def _messages_out(
                 out.append(turn)
                 turn_user, turn_other, turn_unordered = True, False, False
                 continue
+            if type(p) is text and p.text and not p.citations:
+                # a turn of one text (a conversation's first and last user turns):
+                # opened in the short form when it is not marked
+                said_block = text_block(text=p.text, cache_control=p.cache_control)
+                user = m.role != "assistant"
+                if turn is not None and turn_user is user:
+                    if type(turn.content) is str:
+                        turn.content = turn_blocks
+                    turn_blocks.append(said_block)
+                    turn_other = True
+                elif p.cache_control is None:
+                    turn_blocks = [said_block]
+                    turn = message(role="user" if user else "assistant", content=p.text)
+                    short.append(turn)
+                    out.append(turn)
+                    turn_user, turn_other, turn_unordered = user, True, False
+                else:
+                    turn_blocks = [said_block]
+                    turn = message(role="user" if user else "assistant", content=turn_blocks)
+                    out.append(turn)
+                    turn_user, turn_other, turn_unordered = user, True, False
+                if p.cache_control is not None:
+                    marked = True
+                continue
         elif (
             (
                 n == 2
@@ -852,8 +900,9 @@ def _messages_out(
             and not said.citations
             and p.kind != "custom"
         ):
-            if n == 3:
+            if n == 3 and not thoughts_dropped:  # (reported once: a Gemini turn has one)
                 report.drop("reasoning")
+                thoughts_dropped = True
             value = raw_inputs.get(p.arguments) or _raw_input(p.arguments, i, n - 1)
             if said.cache_control is not None:
                 marked = True
@@ -1166,7 +1215,60 @@ def _thinking_out(p: c.Reasoning) -> wire.ThinkingBlock | wire.RedactedThinkingB
     return None
 
 
+class ToolSet(NamedTuple):
+    """A tool set's ``tools`` as Anthropic takes them, encoded (``_TOOL_SETS``): the
+    tools before the last as one ``Raw`` (their items, comma-separated: the encoder
+    writes the commas between a tuple's items) and the last; only the last for a set
+    of one."""
+
+    plain: tuple[msgspec.Raw, ...]
+    marked: tuple[msgspec.Raw, ...]  # the last one marked (``cache_breakpoints.place``)
+
+    @property
+    def size(self) -> int:
+        """About how many bytes it holds."""
+        return sum([len(t) for t in self.plain]) + len(self.marked[-1])
+
+
+# An agent loop resends its tool set with every request: a set of the usual function
+# tools is written once, as a whole (made from ``_tools_general``'s tools, so the same
+# bytes; it reports nothing for them), and found by content (``tool_schemas.SetLookup``).
+_TOOL_SETS: tool_schemas.SetLookup[ToolSet] = tool_schemas.SetLookup()
+
+
 def _tools_out(
+    request: c.Request, report: TranslationReport
+) -> ToolSet | list[wire.ToolParam | dict[str, Any]]:
+    """The body's ``tools``: a set kept as a whole (``_TOOL_SETS``), or one by one."""
+    tools = request.tools
+    if not tools or request.hosted_tools:
+        return _tools_general(request, report)
+    return _TOOL_SETS.get(tools) or _tools_general(request, report)
+
+
+def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, Any]]) -> None:
+    """Keep ``tools`` (``made`` by ``_tools_general``; ``place`` may have marked the last)
+    as a whole, if the set was seen before and is one ``_TOOL_SETS`` keeps. (Not
+    through ``exact_json``, whose buffer a small body would shrink.)"""
+    if not (tool_schemas.keepable(tools) and _TOOL_SETS.second_sight(tools)):
+        return
+    params = cast("list[wire.ToolParam]", made)
+    last = params[-1]  # (a kept set has no mark of its own)
+    plain: tuple[msgspec.Raw, ...] = (_items([_replace(last, cache_control=None)]),)
+    if len(params) > 1:
+        plain = (_items(params[:-1]), *plain)
+    marked = (*plain[:-1], _items([_replace(last, cache_control=MARKER)]))
+    made_set = ToolSet(plain=plain, marked=marked)
+    _TOOL_SETS.put(tools, made_set, made_set.size)
+
+
+def _items(values: list[wire.ToolParam]) -> msgspec.Raw:
+    """``values`` encoded as the items of a list, without its brackets (a slice: bytes
+    of their own at their exact size)."""
+    return msgspec.Raw(_encoder.encode(values)[1:-1])
+
+
+def _tools_general(
     request: c.Request, report: TranslationReport
 ) -> list[wire.ToolParam | dict[str, Any]]:
     out: list[wire.ToolParam | dict[str, Any]] = []
@@ -1204,7 +1306,9 @@ def _tools_out(
 
 
 def _tool_choice_out(
-    request: c.Request, tools: list[wire.ToolParam | dict[str, Any]], report: TranslationReport
+    request: c.Request,
+    tools: ToolSet | list[wire.ToolParam | dict[str, Any]],
+    report: TranslationReport,
 ) -> wire.ToolChoice | None:
     tc = request.tool_choice
     if not tools:
@@ -1214,7 +1318,11 @@ def _tool_choice_out(
     choice: wire.ToolChoice | None = None
     if tc is not None:
         if tc.mode == "tool":
-            names = {t.name if isinstance(t, wire.ToolParam) else t.get("name") for t in tools}
+            names = (
+                {t.name for t in request.tools}  # (all of them: a kept set drops none)
+                if isinstance(tools, ToolSet)
+                else {t.name if isinstance(t, wire.ToolParam) else t.get("name") for t in tools}
+            )
             if tc.kind == "custom":
                 report.reject(
                     "tool_choice", "a custom (freeform) tool cannot be forced on Anthropic"

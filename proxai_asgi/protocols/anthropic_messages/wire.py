@@ -352,9 +352,10 @@ class MessagesRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False
 
 
 class UpstreamRequest(MessagesRequest, kw_only=True, omit_defaults=True):
-    """``MessagesRequest`` as we build it for an upstream (encode only)."""
+    """``MessagesRequest`` as we build it for an upstream (encode only). ``tools`` may
+    be a set held encoded, a tuple (``request.ToolSet``)."""
 
-    tools: list[ToolParam | dict[str, Any]] | None = None  # type: ignore[assignment]
+    tools: list[ToolParam | dict[str, Any]] | tuple[msgspec.Raw, ...] | None = None  # type: ignore[assignment]
 
 
 class ClientMessagesRequest(MessagesRequest, kw_only=True):

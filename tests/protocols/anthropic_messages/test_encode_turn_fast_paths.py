@@ -1,10 +1,10 @@
-"""``_messages_out`` builds an agent loop's two usual turns whole (a tool turn of one
+"""``_messages_out`` builds an agent loop's usual turns whole (a tool turn of one
 plain-text result; an assistant turn of a text and one call, a Gemini thought
-signature between them or not) instead of going part by part. A shortcut only: every
-conversation here is encoded as production does and with the general loop forced (an
-empty text part appended to every turn, which that loop skips and which the whole-turn
-paths do not take), and both must give the same bytes, the same report and the same
-error."""
+signature between them or not; a turn of one text) instead of going part by part.
+A shortcut only: every conversation here is encoded as production does and with the
+general loop forced (an empty text part appended to every turn, which that loop skips
+and which the whole-turn paths do not take), and both must give the same bytes, the
+same report and the same error."""
 
 from __future__ import annotations
 
@@ -230,3 +230,13 @@ def test_the_kept_inputs_are_bounded() -> None:
         request._raw_input(f'{{"n":{n}}}', 0, 0)
         assert len(json_objects.RAW_OBJECTS) <= json_objects.RAW_OBJECTS_MAX
     assert bytes(request._raw_input('{"n": 1}', 0, 0)) == b'{"n":1}'
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, max_size=3))
+def test_a_lone_system_text_takes_the_short_form_as_the_general_path_does(
+    system: list[c.Text],
+) -> None:
+    """``_system_out``'s usual system prompt (one plain text) against the general path,
+    forced by an empty text, which it skips."""
+    assert request._system_out(system) == request._system_out([*system, c.Text(text="")])
