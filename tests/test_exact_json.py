@@ -135,21 +135,22 @@ def test_a_made_value_is_let_go_before_the_body_is_copied() -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_every_request_encoder_writes_its_body_at_its_exact_size(
+def test_every_request_encoder_writes_its_body_at_its_exact_size_from_a_made_value(
     protocol: ProtocolName, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A translated request is the largest body the proxy makes: each codec's request
-    encoder goes through ``exact_json`` (a plain ``Encoder.encode`` would hold up to
-    1.5x the body while it is made)."""
-    calls: list[bytes] = []
+    encoder goes through ``exact_json.encode_made`` (a plain ``Encoder.encode`` would
+    hold up to 1.5x the body while it is made, and a wire tree still referred to by the
+    encoder's own frame would be held beside the copied body)."""
+    calls: list[tuple[str, bytes]] = []
     encode, encode_made = exact_json.encode, exact_json.encode_made
 
     def counted(encoder: msgspec.json.Encoder, value: object) -> bytes:
-        calls.append(out := encode(encoder, value))
+        calls.append(("held", out := encode(encoder, value)))
         return out
 
     def counted_made(encoder: msgspec.json.Encoder, make: Any, *args: Any) -> bytes:
-        calls.append(out := encode_made(encoder, make, *args))
+        calls.append(("made", out := encode_made(encoder, make, *args)))
         return out
 
     monkeypatch.setattr(exact_json, "encode", counted)
@@ -158,4 +159,4 @@ def test_every_request_encoder_writes_its_body_at_its_exact_size(
         model="m", messages=[c.Message(role="user", content=[c.Text(text="hi")])], max_tokens=8
     )
     body = get_codec(protocol).encode_request(request, TranslationReport(), UpstreamOptions())
-    assert calls == [body]
+    assert calls == [("made", body)]

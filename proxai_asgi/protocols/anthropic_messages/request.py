@@ -680,6 +680,23 @@ def _reasoning_in(
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
+    # Built by the callee, so its objects are let go before the body is copied out (a
+    # translation's peak holds the body or them, not both); a tool set not kept yet
+    # comes back in ``fresh`` and is kept after that, so the request that makes the
+    # entry peaks no higher than the others.
+    fresh: list[list[wire.ToolParam | dict[str, Any]]] = []
+    out = exact_json.encode_made(_encoder, _to_wire, request, report, options, fresh)
+    if fresh:
+        _keep_tool_set(request.tools, fresh.pop())
+    return out
+
+
+def _to_wire(
+    request: c.Request,
+    report: TranslationReport,
+    options: UpstreamOptions,
+    fresh: list[list[wire.ToolParam | dict[str, Any]]],
+) -> wire.UpstreamRequest:
     if not RARE_REQUEST_FIELDS(request):
         _check_fields(request, report)
     tools = _tools_out(request, report)
@@ -726,13 +743,9 @@ def encode_request(
             short_turns=short,
             marked_tools=tools.marked if isinstance(tools, ToolSet) else None,
         )
-    out = exact_json.encode(_encoder, body)
     if type(tools) is list and tools and not request.hosted_tools:
-        # A set not kept yet: kept now that the body is written and its objects are let
-        # go, so that the request that makes the entry peaks no higher than the others.
-        del body, messages, short
-        _keep_tool_set(request.tools, tools)
-    return out
+        fresh.append(tools)  # a set not kept yet
+    return body
 
 
 _NO_THINKING: tuple[None, None] = (None, None)

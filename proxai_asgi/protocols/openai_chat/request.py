@@ -895,6 +895,14 @@ def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
     """A canonical request as a Chat Completions upstream body."""
+    # Built by the callee, so its objects are let go before the body is copied out
+    # (a translation's peak holds the body or them, not both).
+    return exact_json.encode_made(_ENC, _to_wire, request, report, options)
+
+
+def _to_wire(
+    request: c.Request, report: TranslationReport, options: UpstreamOptions
+) -> w.ChatRequest:
     if request.previous_response_id is not None:
         report.reject(
             "previous_response_id", "Chat Completions is stateless; send the whole conversation"
@@ -1072,4 +1080,4 @@ def encode_request(
     if request.stream:
         out.stream = True
         out.stream_options = {"include_usage": True}
-    return exact_json.encode(_ENC, out)
+    return out

@@ -706,6 +706,15 @@ def _schema_out(schema: dict[str, Any] | Raw | None) -> dict[str, Any] | Raw:
 def encode_request(
     request: c.Request, report: TranslationReport, options: UpstreamOptions
 ) -> bytes:
+    """A canonical request as a Responses upstream body."""
+    # Built by the callee, so its objects are let go before the body is copied out
+    # (a translation's peak holds the body or them, not both).
+    return exact_json.encode_made(w.json_encoder, _to_wire, request, report, options)
+
+
+def _to_wire(
+    request: c.Request, report: TranslationReport, options: UpstreamOptions
+) -> w.UpstreamRequest:
     if request.n is not None and request.n > 1:
         report.reject("n", "the Responses API returns a single answer per request")
     top_logprobs = request.top_logprobs
@@ -821,7 +830,7 @@ def encode_request(
     body.previous_response_id = request.previous_response_id
     body.background = request.background
     body.top_logprobs = top_logprobs
-    return exact_json.encode(w.json_encoder, body)
+    return body
 
 
 def _reasoning_param(
