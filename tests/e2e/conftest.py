@@ -9,7 +9,7 @@ import pytest
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from proxai_asgi.codec import ProtocolName
 from proxai_asgi.upstream import Receive, Scope, Send
-from tests.helpers.servers import FakeUpstream, serve
+from tests.helpers.servers import FakeUpstream, serve, stop_all
 
 
 async def _app_404(scope: Any, receive: Any, send: Any) -> None:
@@ -84,6 +84,7 @@ class Stack:
 def _stack() -> Iterator[Stack]:
     with ExitStack() as es:
         yield Stack(es)
+        stop_all()  # the session's servers stop side by side; the stack joins them
 
 
 @pytest.fixture

@@ -23,6 +23,49 @@ from .captures import load
 Server = Literal["asyncio", "uvloop"]
 
 
+class StoppableServer(uvicorn.Server):
+    """uvicorn's server, stopped at once by ``stop()`` from another thread. uvicorn looks
+    at ``should_exit`` every 0.1 s, and the suite starts and stops hundreds of servers:
+    waiting out that tick each time was seconds of every run. (A bare future and timer
+    per tick, no task: the leak checks count a server loop's tasks.)"""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _tick: asyncio.Future[None] | None = None
+
+    async def main_loop(self) -> None:
+        loop = self._loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):  # (the Date header, uvicorn's own checks)
+            counter = (counter + 1) % 864000
+            tick = self._tick = loop.create_future()
+            timer = loop.call_later(0.1, _settle, tick)
+            await tick
+            timer.cancel()
+
+    def stop(self) -> None:
+        self.should_exit = True
+        loop, tick = self._loop, self._tick
+        if loop is not None and tick is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has already closed
+                loop.call_soon_threadsafe(_settle, tick)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_running: set[StoppableServer] = set()  # what ``serve`` has started and not yet stopped
+
+
+def stop_all() -> None:
+    """Tell every server ``serve`` started to stop, without waiting: each one's
+    shutdown (up to 0.1 s while a client's kept-alive connection closes) then runs
+    beside the others', and ``serve``'s exit only joins it."""
+    for server in list(_running):
+        server.stop()
+
+
 @contextlib.contextmanager
 def serve(
     app: ASGIApp,
@@ -55,7 +98,7 @@ def serve(
         ssl_certfile=tls[0] if tls else None,
         ssl_keyfile=tls[1] if tls else None,
     )
-    server = uvicorn.Server(config)
+    server = StoppableServer(config)
 
     async def serve_then_close() -> None:
         await server.serve()
@@ -74,11 +117,13 @@ def serve(
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.005)
     port = server.servers[0].sockets[0].getsockname()[1]
+    _running.add(server)
     try:
         yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=10)
+        _running.discard(server)
 
 
 def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop]:

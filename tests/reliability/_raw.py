@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 import uvicorn
 
+from tests.helpers.servers import StoppableServer
+
 T = TypeVar("T")
 
 
@@ -180,7 +182,7 @@ class LoopServer:
             http=config.pop("http", "h11"),  # not httptools, which the test extra installs
             **config,
         )
-        self.server = uvicorn.Server(self.config)
+        self.server = StoppableServer(self.config)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.url = ""
@@ -201,7 +203,7 @@ class LoopServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
+        self.server.stop()
         self.thread.join(timeout=10)
         self.loop.close()
 
