@@ -14,6 +14,7 @@ the dict. Every look-up is bounded, keyed by content, and holds only bytes of it
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
@@ -207,12 +208,14 @@ class _Seen(_Bounded[None]):
 
     def seen_again(self, key: bytes) -> bool:
         """Whether ``key`` was noted before (and is no longer); notes it when not."""
-        if key in self._entries:
-            del self._entries[key]
+        if self._entries.pop(key, _ABSENT) is not _ABSENT:  # (one step: threads may race)
             self._bytes -= len(key)
             return True
         self._remember(key, None)
         return False
+
+
+_ABSENT = object()
 
 
 _SetKey = tuple[int, str, str]
@@ -237,10 +240,13 @@ class SetLookup(Generic[_V]):
     Bounded as the other look-ups (the notes too), by the size the caller gives; a set
     too large to keep is noted as such and not made again."""
 
-    __slots__ = ("_bytes", "_count", "_entries", "_noted", "_noted_bytes")
+    __slots__ = ("_bytes", "_count", "_entries", "_lock", "_noted", "_noted_bytes")
 
     def __init__(self) -> None:
         self._entries: dict[_SetKey, list[tuple[list[c.Tool], _V]]] = {}
+        # Held by the slow paths (noting, making an entry): two threads translating at
+        # once must not pop each other's notes. ``get`` reads whole (tools, value) pairs.
+        self._lock = threading.Lock()
         # the tools last seen under a key seen before (a few), and whether each may be kept
         self._noted: dict[_SetKey, list[tuple[list[c.Tool], bool]]] = {}
         self._bytes = self._count = self._noted_bytes = 0
@@ -255,6 +261,10 @@ class SetLookup(Generic[_V]):
     def second_sight(self, tools: list[c.Tool]) -> bool:
         """Whether these tools (``keepable``) were seen before, and may be kept; if they
         were not, their key, or if it was, they are noted for next time."""
+        with self._lock:
+            return self._second_sight(tools)
+
+    def _second_sight(self, tools: list[c.Tool]) -> bool:
         key = (len(tools), tools[0].name, tools[-1].name)
         bucket = self._noted.get(key)
         if bucket is None:  # (the key, first)
@@ -284,6 +294,10 @@ class SetLookup(Generic[_V]):
     def put(self, tools: list[c.Tool], value: _V, size: int) -> None:
         """Remember ``value`` for ``tools`` (seen twice: ``second_sight``); ``size``:
         about how many bytes the entry holds."""
+        with self._lock:
+            self._put(tools, value, size)
+
+    def _put(self, tools: list[c.Tool], value: _V, size: int) -> None:
         key = (len(tools), tools[0].name, tools[-1].name)
         notes = self._noted.setdefault(key, [])
         at = next((i for i, (noted, _) in enumerate(notes) if noted == tools), None)
@@ -305,9 +319,10 @@ class SetLookup(Generic[_V]):
         self._count += 1
 
     def clear(self) -> None:
-        self._entries.clear()
-        self._noted.clear()
-        self._bytes = self._count = self._noted_bytes = 0
+        with self._lock:
+            self._entries.clear()
+            self._noted.clear()
+            self._bytes = self._count = self._noted_bytes = 0
 
     def __len__(self) -> int:
         """How many entries it holds (the notes are not entries)."""

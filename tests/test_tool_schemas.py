@@ -161,6 +161,33 @@ def test_a_lookup_kept_from_the_second_sighting_notes_the_first() -> None:
     assert lookup.get(b"[]") is None
 
 
+def test_a_set_seen_again_by_two_threads_at_once_raises_nothing() -> None:
+    """The note of a first sighting is taken back in one step. It was a membership test
+    and then a ``del``: another thread seeing the same tools again in between took the
+    note first, and the ``del`` raised (a 500 for a Gemini client). The notes here let
+    that other sighting in at the moment one is looked at."""
+    lookup = tool_schemas.ToolLookup(on_second_sighting=True)
+    tools = [c.Tool(name="f", parameters={"type": "object"})]
+    key = b'{"name":"f","parameters":{"type":"object"}}'
+
+    class Interleaved(dict[bytes, None]):
+        other_thread_done = False
+
+        def __contains__(self, k: object) -> bool:
+            found = super().__contains__(k)
+            if found and not self.other_thread_done:
+                self.other_thread_done = True
+                lookup.put(key, tools)  # the other thread's second sighting, meanwhile
+            return found
+
+    seen = lookup._seen
+    assert seen is not None
+    seen._entries = Interleaved()
+    lookup.put(key, tools)  # noted
+    lookup.put(key, tools)  # seen again, as the other thread sees it again
+    assert lookup.get(key) is not None
+
+
 def test_lookups_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tool_schemas, "MAX_ENTRIES", 4)
     monkeypatch.setattr(tool_schemas, "MAX_BYTES", 100)

@@ -8,6 +8,7 @@ content, bounded, and holds bytes of its own."""
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import msgspec
@@ -257,3 +258,43 @@ def test_sets_alike_in_size_and_end_names_are_kept_side_by_side() -> None:
         assert found is not None and f'"name":"{req.tools[1].name}"'.encode() in bytes(
             found.plain[0]
         )
+
+
+def test_threads_translating_alike_sets_at_once_each_send_their_own_tools() -> None:
+    """Noting and making entries is guarded: without it, two threads popping notes of
+    sets alike in size and end names (a path in one tool's description) stored one
+    set's tools under another's entry, or raised (a 500)."""
+    families = [
+        [
+            c.Tool(name="read", description="reads", parameters=msgspec.Raw(b"{}")),
+            c.Tool(name="exec", description=f"runs in /home/{k}", parameters=msgspec.Raw(b"{}")),
+            c.Tool(name="write", description="writes", parameters=msgspec.Raw(b"{}")),
+        ]
+        for k in range(6)
+    ]
+    failures: list[str] = []
+
+    def work(start: int) -> None:
+        for i in range(150):
+            k = (start + i) % len(families)
+            try:
+                outcome = _encode(_request(families[k]), True)
+            except Exception as exc:  # the failure this test is about
+                failures.append(repr(exc))
+                continue
+            if outcome[0] != "body" or f"/home/{k}".encode() not in outcome[1]:
+                failures.append(f"set {k}: {outcome[:2]!r}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch every few bytecodes: the races show
+    try:
+        for _ in range(3):  # bounded: three rounds from an empty look-up
+            tool_schemas.forget()
+            threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures, failures[:5]
