@@ -276,9 +276,7 @@ class SetLookup(Generic[_V]):
         for noted, may in bucket:
             if noted == tools:
                 return may
-        size = 0
-        for t in tools:
-            size += len(t.parameters or b"") + len(t.description or "")
+        size = _note_size(tools)
         if size > MAX_KEY_BYTES:
             return False
         if self._noted_bytes + size > MAX_BYTES:
@@ -286,7 +284,7 @@ class SetLookup(Generic[_V]):
             self._noted_bytes = 0
             bucket = self._noted[key] = []
         elif len(bucket) >= _SET_BUCKET:
-            del bucket[0]
+            self._noted_bytes -= _note_size(bucket.pop(0)[0])
         bucket.append((_kept(tools), True))
         self._noted_bytes += size
         return False
@@ -301,9 +299,14 @@ class SetLookup(Generic[_V]):
         key = (len(tools), tools[0].name, tools[-1].name)
         notes = self._noted.setdefault(key, [])
         at = next((i for i, (noted, _) in enumerate(notes) if noted == tools), None)
-        kept = _kept(tools) if at is None else notes.pop(at)[0]
+        if at is None:
+            kept = _kept(tools)
+        else:
+            kept = notes.pop(at)[0]
+            self._noted_bytes -= _note_size(kept)
         if size > MAX_KEY_BYTES:
             notes.append((kept, False))  # (not made again while noted)
+            self._noted_bytes += _note_size(kept)
             return
         if not notes:
             del self._noted[key]
@@ -327,6 +330,14 @@ class SetLookup(Generic[_V]):
     def __len__(self) -> int:
         """How many entries it holds (the notes are not entries)."""
         return self._count
+
+
+def _note_size(tools: list[c.Tool]) -> int:
+    """About how many bytes a noted copy of ``tools`` holds (schemas and descriptions)."""
+    size = 0
+    for t in tools:
+        size += len(t.parameters or b"") + len(t.description or "")
+    return size
 
 
 def _kept(tools: list[c.Tool]) -> list[c.Tool]:
