@@ -105,10 +105,9 @@ class _Wire(asyncio.Protocol):
         self._wake()
 
     def _ended(self) -> None:
-        if not self.eof:
+        if not self.eof:  # (protocol callbacks run on the connection's loop)
             self.eof = True
-            with contextlib.suppress(RuntimeError):  # no running loop: closed at exit
-                self.ended_at = asyncio.get_running_loop().time()
+            self.ended_at = asyncio.get_running_loop().time()
 
     def _wake(self) -> None:
         waiter = self._waiter
