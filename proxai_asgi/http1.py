@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import urllib.request
 import zlib
@@ -43,6 +44,14 @@ from .routing import Upstream
 from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
 
+logger = logging.getLogger("proxai_asgi")
+
+# A reused connection that ends with no byte of answer is resent on a new one only if
+# it ended within this many seconds of our writing the request: the server closed it
+# (its keep-alive timeout) as the request crossed, and cannot have processed it. Later,
+# the upstream held the request and may have processed (and billed) it: a 502, the
+# retry being the caller's to decide.
+RESEND_WINDOW = 0.01
 _HIGH_WATER = 256 * 1024  # bytes buffered from an upstream before we stop reading it
 # A body left unread when the client's answer was already complete is read in the
 # background, up to this much for this long, so that its connection can be reused.
@@ -63,6 +72,7 @@ class _Wire(asyncio.Protocol):
         self.chunks: list[bytes] = []
         self.size = 0
         self.eof = False
+        self.ended_at: float | None = None  # the loop's time when the connection ended
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
@@ -85,14 +95,19 @@ class _Wire(asyncio.Protocol):
         self._wake()
 
     def eof_received(self) -> bool:
-        self.eof = True
+        self._ended()
         self._wake()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
+        self._ended()
         self.error = exc
         self._wake()
+
+    def _ended(self) -> None:
+        if not self.eof:  # (protocol callbacks run on the connection's loop)
+            self.eof = True
+            self.ended_at = asyncio.get_running_loop().time()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -165,7 +180,8 @@ class _Conn:
 
 
 class _Stale(Exception):
-    """A reused connection closed before any byte of the answer: safe to retry."""
+    """A reused connection closed at once, before any byte of the answer: safe to
+    retry."""
 
 
 def _parse_target(url: str) -> _Target | None:
@@ -202,6 +218,9 @@ class Http1Pool:
 
     def __init__(self, max_connections: int = 1000, max_idle: int = 100) -> None:
         self._slots = asyncio.Semaphore(max_connections)
+        # Requests not resent because a reused connection ended after the upstream
+        # held them (see RESEND_WINDOW): each a 502, logged.
+        self.not_resent = 0
         self._max_idle = max_idle
         self._idle: dict[_PoolKey, list[_Conn]] = {}
         self._n_idle = 0
@@ -319,14 +338,15 @@ class Http1Pool:
     ) -> Head:
         received = False
         buffer = b""
-        deadline = conn.loop.time() + read_timeout
+        written_at = conn.loop.time()
+        deadline = written_at + read_timeout
         try:
             assert conn.wire.transport is not None
             conn.wire.transport.write(request)
             while True:
                 data = await conn.wire.read(deadline)
                 if not data and not received and conn.reused:
-                    raise _Stale
+                    raise self._unanswered(conn, written_at)
                 received = True
                 buffer += data
                 head = read_head(sent, buffer, not data)
@@ -342,7 +362,7 @@ class Http1Pool:
             ) from None
         except (ConnectionError, OSError):
             if conn.reused and not received:
-                raise _Stale from None
+                raise self._unanswered(conn, written_at) from None
             raise ProxyError(
                 502, "upstream connection broke before the answer", kind="bad_gateway"
             ) from None
@@ -350,6 +370,25 @@ class Http1Pool:
             raise ProxyError(
                 502, "upstream answer is not well-formed HTTP/1.1", kind="bad_gateway"
             ) from None
+
+    def _unanswered(self, conn: _Conn, written_at: float) -> Exception:
+        """What a reused connection that ended without a byte of answer raises:
+        ``_Stale`` (resend) when it ended at once, else a 502, counted and logged."""
+        ended_at = conn.wire.ended_at
+        held = (conn.loop.time() if ended_at is None else ended_at) - written_at
+        if held <= RESEND_WINDOW:
+            return _Stale()
+        self.not_resent += 1
+        peer = conn.wire.transport.get_extra_info("peername") if conn.wire.transport else None
+        logger.warning(
+            "upstream %s closed a reused connection %.0f ms after the request without "
+            "answering; not resent (it may have been processed): 502",
+            f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "?",
+            held * 1000,
+        )
+        return ProxyError(
+            502, "upstream closed the connection without answering", kind="bad_gateway"
+        )
 
     async def _body(self, conn: _Conn, head: Head) -> AsyncIterator[bytes]:
         """The body, framed here rather than by h11: one piece per read, however

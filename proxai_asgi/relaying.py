@@ -13,7 +13,7 @@ from .exchange import Exchange
 from .passthrough import PassthroughRelay
 from .pumping import pump
 from .routing import Upstream
-from .upstream import Message, client_headers_from_upstream
+from .upstream import Message, client_headers_from_upstream, without_contradicted_length
 
 logger = logging.getLogger("proxai_asgi")
 
@@ -64,7 +64,7 @@ async def relay_inner(ex: Exchange, body: bytes) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             headers = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", [])]
-            await relay.start(int(message["status"]), headers)
+            await relay.start(int(message["status"]), without_contradicted_length(headers))
         elif kind == "http.response.body" and not ended:
             data = message.get("body", b"")
             if data:
