@@ -7,14 +7,16 @@ own stored responses), else is a 404 in the Responses error shape."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import msgspec
 
 from .codec import Codec
 from .errors import ProxyError
+from .exchange import Exchange
 from .protocols import all_codecs
 from .store import StoreUnavailable
+from .stored_claims import claimed, release, server_keyed, shown, valid_id
 from .stored_responses import StoredResponses, input_items, unavailable
 from .upstream import Receive, Scope, Send, client_headers_from_upstream, upstream_headers
 
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
     from .routing import Upstream
 
 _enc = msgspec.json.Encoder()
-_JSON = (b"content-type", b"application/json")
 
 
 class _ItemId(msgspec.Struct):
@@ -144,13 +145,10 @@ async def remove(service: StoredResponses, scope: Scope, response_id: str) -> by
     return deleted(response_id) if found else None
 
 
-def responses_upstream(mw: ProxaiMiddleware) -> Upstream | None:
-    """The first routed upstream that speaks Responses: ids this proxy does not hold
-    may be that upstream's own."""
-    for route in mw.router.routes:
-        if route.upstream.protocol == stateful_codec().name:
-            return route.upstream
-    return None
+def responses_upstreams(mw: ProxaiMiddleware) -> list[Upstream]:
+    """The routed upstreams that speak Responses: ids this proxy does not hold may be
+    their own."""
+    return [r.upstream for r in mw.router.routes if r.upstream.protocol == stateful_codec().name]
 
 
 async def endpoint(
@@ -163,18 +161,22 @@ async def endpoint(
 ) -> None:
     """``GET /v1/responses/{id}[/input_items]`` and ``DELETE /v1/responses/{id}``:
     answered from the store; an id it does not hold for the caller goes to the
-    Responses upstream when one is configured, else is a 404."""
+    Responses upstream when one is configured (with a key of ours: only an id the
+    caller owns, ``stored_claims``), else is a 404. An id that is not one URL path
+    segment of id characters is a 404 before anything is looked up."""
     service = mw.stored
     status, body = 200, b""
     try:
+        if not valid_id(response_id):
+            raise _not_found(shown(response_id))
         if scope["method"] == "DELETE":
             found = None if items else await remove(service, scope, response_id)
         else:
             found = await lookup(service, scope, response_id, items)
         if found is None:
-            up = responses_upstream(mw)
+            up = await _upstream_for(mw, scope, response_id)
             if up is not None:
-                await _forward(mw, up, scope, receive, send)
+                await _forward(mw, up, scope, receive, send, response_id, items)
                 return
             raise _not_found(response_id)
         body = found
@@ -185,31 +187,49 @@ async def endpoint(
     await send({"type": "http.response.body", "body": body})
 
 
+async def _upstream_for(mw: ProxaiMiddleware, scope: Scope, response_id: str) -> Upstream | None:
+    """Where a request for an id this proxy does not store goes: the Responses
+    upstream that answered it for this caller (claimed), else the first Responses
+    upstream if it sees the client's own credential and decides itself."""
+    ups = responses_upstreams(mw)
+    if any(server_keyed(up) for up in ups):
+        label = await claimed(mw.stored, scope, response_id)
+        if label is not None:
+            return next((up for up in ups if up.label == label), ups[0])
+    return ups[0] if ups and not server_keyed(ups[0]) else None
+
+
 async def _forward(
-    mw: ProxaiMiddleware, up: Upstream, scope: Scope, receive: Receive, send: Send
+    mw: ProxaiMiddleware,
+    up: Upstream,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    response_id: str,
+    items: bool,
 ) -> None:
-    """The request as it came, to the Responses upstream (the wrapped app, or over
-    HTTP with the upstream's credentials), and its answer back unchanged."""
+    """The request, to the Responses upstream (the wrapped app as it came, or over
+    HTTP with the upstream's credentials, for the validated id only), and its answer
+    back, our key masked in it."""
     if up.inner:
         await mw.app(scope, receive, send)
         return
     import httpx
 
-    path: str = scope["path"]
-    tail = path[path.index("/responses/") + len("/responses") :]
+    url = f"{up.url}/{response_id}" + ("/input_items" if items else "")
     query = scope.get("query_string", b"")
-    url = up.url + tail + ("?" + query.decode("latin-1") if query else "")
+    if query and scope["method"] == "GET":  # re-encoded: parameters, nothing else
+        url += "?" + urlencode(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
     headers = upstream_headers(scope.get("headers", []), up, passthrough=True, stream=False)
     timeout = httpx.Timeout(up.read_timeout, connect=up.connect_timeout)
+    ex = Exchange(mw, stateful_codec(), scope, receive, send)
+    ex.upstream = up  # what the answer is masked for
     try:
         client = mw.http.client_for(up)
         resp = await client.request(scope["method"], url, headers=headers, timeout=timeout)
     except httpx.HTTPError as exc:
         err = ProxyError(502, f"upstream unreachable ({type(exc).__name__})", kind="bad_gateway")
-        body = stateful_codec().encode_error(err)
-        start = {"type": "http.response.start", "status": 502, "headers": [_JSON]}
-        await send(start)
-        await send({"type": "http.response.body", "body": body})
+        await ex.fail(err)
         return
     raw = [(k.lower(), v) for k, v in resp.headers.raw]
     out = [
@@ -217,5 +237,7 @@ async def _forward(
         (b"content-type", resp.headers.get("content-type", "application/json").encode()),
         (b"content-length", b"%d" % len(resp.content)),
     ]
-    await send({"type": "http.response.start", "status": resp.status_code, "headers": out})
-    await send({"type": "http.response.body", "body": resp.content})
+    if scope["method"] == "DELETE" and resp.status_code == 200:
+        await release(mw.stored, scope, response_id)
+    await ex.start(resp.status_code, out)
+    await ex.body(resp.content, more=False)
