@@ -169,6 +169,7 @@ async def endpoint(
     try:
         if not valid_id(response_id):
             raise _not_found(shown(response_id))
+        await service.ready()
         if scope["method"] == "DELETE":
             found = None if items else await remove(service, scope, response_id)
         else:

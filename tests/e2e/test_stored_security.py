@@ -25,7 +25,8 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.upstream import Receive, Scope, Send
-from tests.e2e.test_stored_responses import MODEL, _error
+from tests.e2e.test_stored_responses import CHAT, COMMAND, MODEL, _error, _kinds, proxy
+from tests.helpers.scripted_model import ScriptedModel
 from tests.helpers.servers import serve
 
 UPSTREAM_KEY = "sk-upstream-key-0123456789"
@@ -324,3 +325,28 @@ def test_our_key_is_masked_in_forwarded_stored_answers(method: str) -> None:
     assert UPSTREAM_KEY not in text and "*" * len(UPSTREAM_KEY) in text
     assert UPSTREAM_KEY not in raw.headers.get("x-request-id", "")
     assert "*" * len(UPSTREAM_KEY) in raw.headers.get("x-request-id", "")
+
+
+# ------------------------------------------------------------------ defect 11
+
+
+def test_a_sqlite_store_without_a_secret_keeps_owners_over_a_restart(tmp_path: Any) -> None:
+    """Two middlewares one after the other on one SQLite file, no secret configured:
+    the second continues the first's conversation for the same key, not for another."""
+    model = ScriptedModel(CHAT, COMMAND)
+    store = f"sqlite:///{tmp_path / 'responses.db'}"
+    with proxy(model, "http", store=store) as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input="remember 4711")
+    with proxy(model, "inner", store=store) as url:  # as if restarted
+        other = openai.OpenAI(base_url=url, api_key="sk-other", max_retries=0)
+        with pytest.raises(openai.NotFoundError):
+            other.responses.retrieve(first.id)
+        with pytest.raises(openai.BadRequestError):
+            other.responses.create(model=MODEL, input="steal", previous_response_id=first.id)
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        second = client.responses.create(
+            model=MODEL, input="what was it?", previous_response_id=first.id
+        )
+    assert second.previous_response_id == first.id
+    assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
