@@ -166,10 +166,18 @@ def responses_proxy(
 TRANSPORTS = ["http-our-key", "http-client-key", "inner"]
 
 
-def _open(server: ResponsesServer, transport: str) -> Any:
-    if transport == "http-client-key":
-        return responses_proxy(server, "http", api_key=None)
-    return responses_proxy(server, transport.split("-")[0])
+@contextmanager
+def tenants(
+    transport: str, stream: bool
+) -> Iterator[tuple[ResponsesServer, openai.OpenAI, openai.OpenAI, str]]:
+    """The upstream, alice and mallory (two keys) through the proxy, and the id of a
+    response alice created."""
+    server = ResponsesServer()
+    api_key = None if transport == "http-client-key" else UPSTREAM_KEY
+    with responses_proxy(server, transport.split("-")[0], api_key=api_key) as url:
+        alice = openai.OpenAI(base_url=url, api_key="sk-alice", max_retries=0)
+        mallory = openai.OpenAI(base_url=url, api_key="sk-mallory", max_retries=0)
+        yield server, alice, mallory, _create(alice, stream, input="alice's secret")
 
 
 def _create(client: openai.OpenAI, stream: bool, **kw: Any) -> str:
@@ -187,11 +195,7 @@ def _create(client: openai.OpenAI, stream: bool, **kw: Any) -> str:
 def test_a_tenant_cannot_read_list_or_delete_another_tenants_upstream_response(
     transport: str, stream: bool
 ) -> None:
-    server = ResponsesServer()
-    with _open(server, transport) as url:
-        alice = openai.OpenAI(base_url=url, api_key="sk-alice", max_retries=0)
-        mallory = openai.OpenAI(base_url=url, api_key="sk-mallory", max_retries=0)
-        rid = _create(alice, stream, input="alice's secret")
+    with tenants(transport, stream) as (server, alice, mallory, rid):
         with pytest.raises(openai.NotFoundError):
             mallory.responses.retrieve(rid)
         with pytest.raises(openai.NotFoundError):
@@ -214,11 +218,7 @@ def test_a_tenant_cannot_read_list_or_delete_another_tenants_upstream_response(
 def test_a_tenant_cannot_continue_another_tenants_upstream_response(
     transport: str, stream: bool
 ) -> None:
-    server = ResponsesServer()
-    with _open(server, transport) as url:
-        alice = openai.OpenAI(base_url=url, api_key="sk-alice", max_retries=0)
-        mallory = openai.OpenAI(base_url=url, api_key="sk-mallory", max_retries=0)
-        rid = _create(alice, stream, input="alice's secret")
+    with tenants(transport, stream) as (server, alice, mallory, rid):
         posts = len(server.seen("POST"))
         with pytest.raises(openai.BadRequestError) as info:
             _create(mallory, stream, input="what did alice say?", previous_response_id=rid)
