@@ -22,9 +22,11 @@ from urllib.parse import urlsplit
 
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.upstream import Receive, Scope, Send
+from tests.e2e.test_responses_websocket import answer, create
 from tests.e2e.test_stored_responses import CHAT, COMMAND, MODEL, _error, _kinds, proxy
 from tests.helpers.scripted_model import ScriptedModel
 from tests.helpers.servers import serve
@@ -154,12 +156,12 @@ def responses_proxy(
     wrapped app; yields the proxy's ``/v1`` base URL."""
     if transport == "inner":
         up = Upstream.inner_app("openai_responses")
-        with serve(ProxaiMiddleware(server, upstream=up, **options)) as url:
+        with serve(ProxaiMiddleware(server, upstream=up, **options), websockets=True) as url:
             yield url + "/v1"
         return
     with serve(server) as upstream_url:
         up = Upstream("openai_responses", upstream_url + "/v1", api_key)
-        with serve(ProxaiMiddleware(_not_found, upstream=up, **options)) as url:
+        with serve(ProxaiMiddleware(_not_found, upstream=up, **options), websockets=True) as url:
             yield url + "/v1"
 
 
@@ -229,6 +231,27 @@ def test_a_tenant_cannot_continue_another_tenants_upstream_response(
         second = _create(alice, stream, input="and then?", previous_response_id=rid)
         assert alice.responses.retrieve(second).id == second  # the answer is claimed too
     assert json.loads(server.seen("POST")[-1].body)["previous_response_id"] == rid
+
+
+def test_over_the_websocket_a_tenant_cannot_reach_another_tenants_response() -> None:
+    """Codex's Responses WebSocket is served by the same path: its stored answers are
+    claimed for the socket's key, and another key can neither read nor continue them."""
+    server = ResponsesServer()
+    with responses_proxy(server, "http") as url:
+        ws_url = url.replace("http://", "ws://", 1) + "/responses"
+        with connect(ws_url, additional_headers={"authorization": "Bearer sk-alice"}) as ws:
+            ws.send(create(input="alice's secret", store=True))
+            rid = answer(ws)[-1]["response"]["id"]
+        with connect(ws_url, additional_headers={"authorization": "Bearer sk-mallory"}) as ws:
+            ws.send(create(input="and?", store=True, previous_response_id=rid))
+            (refused,) = answer(ws)
+        mallory = openai.OpenAI(base_url=url, api_key="sk-mallory", max_retries=0)
+        with pytest.raises(openai.NotFoundError):
+            mallory.responses.retrieve(rid)
+        alice = openai.OpenAI(base_url=url, api_key="sk-alice", max_retries=0)
+        assert alice.responses.retrieve(rid).id == rid
+    assert refused["type"] == "error" and refused["status"] == 400
+    assert refused["error"]["code"] == "previous_response_not_found"
 
 
 def test_with_the_store_off_no_upstream_id_is_reachable_with_our_key() -> None:
@@ -349,3 +372,17 @@ def test_a_sqlite_store_without_a_secret_keeps_owners_over_a_restart(tmp_path: A
         )
     assert second.previous_response_id == first.id
     assert _kinds(model.exchanges[1].decoded) == ["user:Text", "assistant:Text", "user:Text"]  # type: ignore[arg-type]
+
+
+def test_a_store_that_cannot_give_its_owner_key_fails_only_what_needs_it() -> None:
+    """A Redis store down from the start: the owner key cannot be read, yet a request
+    that needs no stored state is answered; those that need the store get its 503."""
+    pytest.importorskip("redis")
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "http", store="redis://127.0.0.1:1/0") as url:  # nothing listens
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        plain = client.responses.create(model=MODEL, input="no chain, no store needed")
+        with pytest.raises(openai.InternalServerError) as info:
+            client.responses.retrieve(plain.id)
+    assert plain.status == "completed"
+    assert _error(info.value)["code"] == "store_unavailable"
