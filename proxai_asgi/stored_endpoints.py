@@ -13,7 +13,6 @@ import msgspec
 
 from .codec import Codec
 from .errors import ProxyError
-from .exchange import Exchange
 from .protocols import all_codecs
 from .store import StoreUnavailable
 from .stored_claims import claimed, release, server_keyed, shown, valid_id
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from .routing import Upstream
 
 _enc = msgspec.json.Encoder()
+_JSON = (b"content-type", b"application/json")
 
 
 class _ItemId(msgspec.Struct):
@@ -223,22 +223,34 @@ async def _forward(
         url += "?" + urlencode(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
     headers = upstream_headers(scope.get("headers", []), up, passthrough=True, stream=False)
     timeout = httpx.Timeout(up.read_timeout, connect=up.connect_timeout)
-    ex = Exchange(mw, stateful_codec(), scope, receive, send)
-    ex.upstream = up  # what the answer is masked for
     try:
         client = mw.http.client_for(up)
         resp = await client.request(scope["method"], url, headers=headers, timeout=timeout)
     except httpx.HTTPError as exc:
         err = ProxyError(502, f"upstream unreachable ({type(exc).__name__})", kind="bad_gateway")
-        await ex.fail(err)
+        body = stateful_codec().encode_error(err)
+        start = {"type": "http.response.start", "status": 502, "headers": [_JSON]}
+        await send(start)
+        await send({"type": "http.response.body", "body": body})
         return
-    raw = [(k.lower(), v) for k, v in resp.headers.raw]
+    raw = [(k.lower(), _masked(up, v)) for k, v in resp.headers.raw]
+    body = _masked(up, resp.content)
+    ctype = next((v for k, v in raw if k == b"content-type"), _JSON[1])
     out = [
         *client_headers_from_upstream(raw, passthrough=False),
-        (b"content-type", resp.headers.get("content-type", "application/json").encode()),
-        (b"content-length", b"%d" % len(resp.content)),
+        (b"content-type", ctype),
+        (b"content-length", b"%d" % len(body)),
     ]
     if scope["method"] == "DELETE" and resp.status_code == 200:
         await release(mw.stored, scope, response_id)
-    await ex.start(resp.status_code, out)
-    await ex.body(resp.content, more=False)
+    await send({"type": "http.response.start", "status": resp.status_code, "headers": out})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _masked(up: Upstream, data: bytes) -> bytes:
+    """Our key, should the upstream quote it, masked as ``Exchange`` masks the answers
+    it relays (keys too short to be real ones are left: they would mask plain text)."""
+    if not up.api_key or len(up.api_key) < 12:
+        return data
+    secret = up.api_key.encode()
+    return data.replace(secret, b"*" * len(secret))
