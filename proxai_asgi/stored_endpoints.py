@@ -2,7 +2,10 @@
 ``DELETE /v1/responses/{id}``, answered from the response store
 (``stored_responses.py``), paged as the OpenAI API pages lists. An id the store does
 not hold for the caller goes to the routes' Responses upstream when there is one (its
-own stored responses), else is a 404 in the Responses error shape."""
+own stored responses) and the caller may reach it there (``stored_claims.py``), else
+is a 404 in the Responses error shape. The id is checked to be one path segment of
+id characters before anything else: the upstream URL is built from it and from
+configuration only."""
 
 from __future__ import annotations
 
