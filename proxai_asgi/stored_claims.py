@@ -56,8 +56,14 @@ def server_keyed(up: Upstream) -> bool:
     return bool(up.api_key) or any(n.lower().encode() in CREDENTIALS for n in up.headers)
 
 
+def where(up: Upstream) -> str:
+    """What a claim names its upstream by: the configured name, else the base URL
+    without userinfo (a claim is no place for a password)."""
+    return up.name or (up.base_url or "").rsplit("@", 1)[-1]
+
+
 async def claimed(service: StoredResponses, scope: Scope, response_id: str) -> str | None:
-    """The label of the upstream that answered ``response_id`` for this caller, or
+    """``where`` the upstream that answered ``response_id`` for this caller is, or
     None when the caller does not own it."""
     store = service.store
     if store is None or not valid_id(response_id):
@@ -103,11 +109,11 @@ async def guard(
         raise not_found_previous(shown(previous))
     if fields.store is False or service.store is None:
         return None
-    return Claimer(service, service.owners(scope), up.label)
+    return Claimer(service, service.owners(scope), where(up))
 
 
 class _Claim(msgspec.Struct):
-    upstream: str | None = None  # the label of the upstream that answered
+    upstream: str | None = None  # ``where`` the upstream that answered is
 
     @staticmethod
     def decode(raw: msgspec.Raw) -> _Claim:

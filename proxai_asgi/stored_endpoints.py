@@ -18,7 +18,7 @@ from .codec import Codec
 from .errors import ProxyError
 from .protocols import all_codecs
 from .store import StoreUnavailable
-from .stored_claims import claimed, release, server_keyed, shown, valid_id
+from .stored_claims import claimed, release, server_keyed, shown, valid_id, where
 from .stored_responses import StoredResponses, input_items, unavailable
 from .upstream import Receive, Scope, Send, client_headers_from_upstream, upstream_headers
 
@@ -199,7 +199,7 @@ async def _upstream_for(mw: ProxaiMiddleware, scope: Scope, response_id: str) ->
     if any(server_keyed(up) for up in ups):
         label = await claimed(mw.stored, scope, response_id)
         if label is not None:
-            return next((up for up in ups if up.label == label), ups[0])
+            return next((up for up in ups if where(up) == label), ups[0])
     return ups[0] if ups and not server_keyed(ups[0]) else None
 
 

@@ -24,7 +24,7 @@ import openai
 import pytest
 from websockets.sync.client import connect
 
-from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from proxai_asgi.upstream import Receive, Scope, Send
 from tests.e2e.test_responses_websocket import answer, create
 from tests.e2e.test_stored_responses import CHAT, COMMAND, MODEL, _error, _kinds, proxy
@@ -386,3 +386,20 @@ def test_a_store_that_cannot_give_its_owner_key_fails_only_what_needs_it() -> No
             client.responses.retrieve(plain.id)
     assert plain.status == "completed"
     assert _error(info.value)["code"] == "store_unavailable"
+
+
+def test_an_upstream_id_is_fetched_from_the_responses_upstream_that_answered_it() -> None:
+    """Two Responses upstreams with keys of ours: the claim names the one that
+    answered, so a retrieve goes there (not to the first route's)."""
+    first, second = ResponsesServer(), ResponsesServer()
+    with serve(first) as one, serve(second) as two:
+        routes = [
+            Route("a-*", Upstream("openai_responses", one + "/v1", UPSTREAM_KEY, name="one")),
+            Route("*", Upstream("openai_responses", two + "/v1", UPSTREAM_KEY + "2")),
+        ]
+        with serve(ProxaiMiddleware(_not_found, routes=routes)) as url:
+            alice = openai.OpenAI(base_url=url + "/v1", api_key="sk-alice", max_retries=0)
+            rid = alice.responses.create(model="b-model", input="hi").id
+            assert alice.responses.retrieve(rid).id == rid
+    assert [r.method for r in first.requests] == []
+    assert [r.method for r in second.requests] == ["POST", "GET"]
