@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,8 @@ EPILOG = """\
 Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
 $PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS, $PROXAI_STORE,
-$PROXAI_STORE_SECRET), and these flags. With no upstream
+$PROXAI_STORE_SECRET: the owner-hash key; unset, a SQLite or Redis store keeps its
+own), and these flags. With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
@@ -206,9 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # uvicorn binds the port once and spawns the workers; each rebuilds the app from
     # the same command line (the environment it inherits carries it).
     os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
-    # Workers hash owners with one key, so any of them serves a stored conversation
-    # (with a store they share: memory is per worker).
-    os.environ.setdefault("PROXAI_STORE_SECRET", secrets.token_hex(32))
+    # Workers sharing a SQLite or Redis store read its owner key from it (a random
+    # key set here instead would change at every restart and orphan every record).
     if isinstance(app.stored.store, MemoryStore):
         logging.getLogger("proxai_asgi").warning(
             "--workers with the memory store: each worker keeps its own stored responses; "

@@ -12,7 +12,7 @@ workers = 1                  # processes serving the port; each has its own pool
 
 [store]                      # stored Responses (previous_response_id, retrieve, delete)
 url = "memory"               # "off", "sqlite:////var/lib/proxai/responses.db", "redis://host:6379/0"
-secret_env = "PROXAI_STORE_SECRET"  # owner-hash key; instances sharing a store must agree
+secret_env = "PROXAI_STORE_SECRET"  # owner-hash key (unset: SQLite/Redis keep their own)
 ttl = 2592000                # seconds since last use (30 days)
 max_entries = 10000          # memory and SQLite
 max_bytes = 268435456        # memory

@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from . import canonical as c
-from . import checks, stored_responses, telemetry
+from . import checks, stored_claims, stored_responses, telemetry
 from .codec import Codec, PathCall, RequestHead
 from .errors import ProxyError, ResponseAborted
 from .routing import Route, Upstream
@@ -127,7 +127,8 @@ class Exchange:
         self.response_model: str | None = None
         self.span = telemetry.start(client.name)
         self.secret: bytes | None = None  # the upstream key, masked in whatever we relay
-        self.turn: stored_responses.Turn | None = None  # a Responses answer to store
+        # A Responses answer to store, or whose owner to record (``stored_claims``).
+        self.turn: stored_responses.Turn | stored_claims.Claimer | None = None
 
     # ------------------------------------------------------------------ driving
 

@@ -19,6 +19,7 @@ from . import (
     checks,
     compaction,
     endpoints,
+    stored_claims,
     stored_endpoints,
     stored_responses,
     websocket_responses,
@@ -54,9 +55,15 @@ async def generate(ex: Exchange, body: bytes) -> None:
     """A generation request: routed, then relayed or translated."""
     head = ex.head(body)
     up = ex.route(head).upstream
+    if ex.client.stateful:
+        await ex.mw.stored.ready()
     if ex.client.stateful and up.protocol != ex.client.name:
         # previous_response_id expanded from the store; the answer recorded.
         body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body)
+    elif ex.client.stateful and stored_claims.server_keyed(up):
+        # The upstream keeps state but sees only our key: the proxy checks who owns
+        # the response continued, and records who owns the answer.
+        ex.turn = await stored_claims.guard(ex.mw.stored, ex.scope, body, up)
     if ex.client.stateful and compaction.mentions(body):
         # Codex compaction: our compaction items expanded, a trigger answered here.
         rewritten = await compaction.serve(ex, up, body)
@@ -106,7 +113,10 @@ class ProxaiMiddleware:
     delete over stateless upstreams (``stored_responses.py``): None or "memory" (the
     default), "sqlite:///path", "redis://host:port/db", "off", or a store object;
     ``store_owner`` (scope -> owner id) replaces the keyed hash of the client's
-    credential, whose key is ``store_secret`` (random per process when None).
+    credential, whose key is ``store_secret`` (when None: a key the SQLite or Redis
+    store keeps itself, created once; random per process for memory). Over a
+    Responses upstream reached with ``api_key``, stored ids are reachable only by
+    the client that created them (``stored_claims.py``).
     """
 
     def __init__(

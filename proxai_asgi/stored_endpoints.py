@@ -2,12 +2,15 @@
 ``DELETE /v1/responses/{id}``, answered from the response store
 (``stored_responses.py``), paged as the OpenAI API pages lists. An id the store does
 not hold for the caller goes to the routes' Responses upstream when there is one (its
-own stored responses), else is a 404 in the Responses error shape."""
+own stored responses) and the caller may reach it there (``stored_claims.py``), else
+is a 404 in the Responses error shape. The id is checked to be one path segment of
+id characters before anything else: the upstream URL is built from it and from
+configuration only."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import msgspec
 
@@ -15,6 +18,7 @@ from .codec import Codec
 from .errors import ProxyError
 from .protocols import all_codecs
 from .store import StoreUnavailable
+from .stored_claims import claimed, release, server_keyed, shown, valid_id, where
 from .stored_responses import StoredResponses, input_items, unavailable
 from .upstream import Receive, Scope, Send, client_headers_from_upstream, upstream_headers
 
@@ -144,13 +148,10 @@ async def remove(service: StoredResponses, scope: Scope, response_id: str) -> by
     return deleted(response_id) if found else None
 
 
-def responses_upstream(mw: ProxaiMiddleware) -> Upstream | None:
-    """The first routed upstream that speaks Responses: ids this proxy does not hold
-    may be that upstream's own."""
-    for route in mw.router.routes:
-        if route.upstream.protocol == stateful_codec().name:
-            return route.upstream
-    return None
+def responses_upstreams(mw: ProxaiMiddleware) -> list[Upstream]:
+    """The routed upstreams that speak Responses: ids this proxy does not hold may be
+    their own."""
+    return [r.upstream for r in mw.router.routes if r.upstream.protocol == stateful_codec().name]
 
 
 async def endpoint(
@@ -163,18 +164,23 @@ async def endpoint(
 ) -> None:
     """``GET /v1/responses/{id}[/input_items]`` and ``DELETE /v1/responses/{id}``:
     answered from the store; an id it does not hold for the caller goes to the
-    Responses upstream when one is configured, else is a 404."""
+    Responses upstream when one is configured (with a key of ours: only an id the
+    caller owns, ``stored_claims``), else is a 404. An id that is not one URL path
+    segment of id characters is a 404 before anything is looked up."""
     service = mw.stored
     status, body = 200, b""
     try:
+        if not valid_id(response_id):
+            raise _not_found(shown(response_id))
+        await service.ready()
         if scope["method"] == "DELETE":
             found = None if items else await remove(service, scope, response_id)
         else:
             found = await lookup(service, scope, response_id, items)
         if found is None:
-            up = responses_upstream(mw)
+            up = await _upstream_for(mw, scope, response_id)
             if up is not None:
-                await _forward(mw, up, scope, receive, send)
+                await _forward(mw, up, scope, receive, send, response_id, items)
                 return
             raise _not_found(response_id)
         body = found
@@ -185,20 +191,39 @@ async def endpoint(
     await send({"type": "http.response.body", "body": body})
 
 
+async def _upstream_for(mw: ProxaiMiddleware, scope: Scope, response_id: str) -> Upstream | None:
+    """Where a request for an id this proxy does not store goes: the Responses
+    upstream that answered it for this caller (claimed), else the first Responses
+    upstream if it sees the client's own credential and decides itself."""
+    ups = responses_upstreams(mw)
+    if any(server_keyed(up) for up in ups):
+        label = await claimed(mw.stored, scope, response_id)
+        if label is not None:
+            return next((up for up in ups if where(up) == label), ups[0])
+    return ups[0] if ups and not server_keyed(ups[0]) else None
+
+
 async def _forward(
-    mw: ProxaiMiddleware, up: Upstream, scope: Scope, receive: Receive, send: Send
+    mw: ProxaiMiddleware,
+    up: Upstream,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    response_id: str,
+    items: bool,
 ) -> None:
-    """The request as it came, to the Responses upstream (the wrapped app, or over
-    HTTP with the upstream's credentials), and its answer back unchanged."""
+    """The request, to the Responses upstream (the wrapped app as it came, or over
+    HTTP with the upstream's credentials, for the validated id only), and its answer
+    back, our key masked in it."""
     if up.inner:
         await mw.app(scope, receive, send)
         return
     import httpx
 
-    path: str = scope["path"]
-    tail = path[path.index("/responses/") + len("/responses") :]
+    url = f"{up.url}/{response_id}" + ("/input_items" if items else "")
     query = scope.get("query_string", b"")
-    url = up.url + tail + ("?" + query.decode("latin-1") if query else "")
+    if query and scope["method"] == "GET":  # re-encoded: parameters, nothing else
+        url += "?" + urlencode(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
     headers = upstream_headers(scope.get("headers", []), up, passthrough=True, stream=False)
     timeout = httpx.Timeout(up.read_timeout, connect=up.connect_timeout)
     try:
@@ -211,11 +236,24 @@ async def _forward(
         await send(start)
         await send({"type": "http.response.body", "body": body})
         return
-    raw = [(k.lower(), v) for k, v in resp.headers.raw]
+    raw = [(k.lower(), _masked(up, v)) for k, v in resp.headers.raw]
+    body = _masked(up, resp.content)
+    ctype = next((v for k, v in raw if k == b"content-type"), _JSON[1])
     out = [
         *client_headers_from_upstream(raw, passthrough=False),
-        (b"content-type", resp.headers.get("content-type", "application/json").encode()),
-        (b"content-length", b"%d" % len(resp.content)),
+        (b"content-type", ctype),
+        (b"content-length", b"%d" % len(body)),
     ]
+    if scope["method"] == "DELETE" and resp.status_code == 200:
+        await release(mw.stored, scope, response_id)
     await send({"type": "http.response.start", "status": resp.status_code, "headers": out})
-    await send({"type": "http.response.body", "body": resp.content})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _masked(up: Upstream, data: bytes) -> bytes:
+    """Our key, should the upstream quote it, masked as ``Exchange`` masks the answers
+    it relays (keys too short to be real ones are left: they would mask plain text)."""
+    if not up.api_key or len(up.api_key) < 12:
+        return data
+    secret = up.api_key.encode()
+    return data.replace(secret, b"*" * len(secret))

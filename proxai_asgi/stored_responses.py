@@ -22,8 +22,9 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+import anyio
 import msgspec
 
 from . import ids
@@ -61,17 +62,52 @@ _ID_PREFIX = {
 # --------------------------------------------------------------------- owners
 
 
+@runtime_checkable
+class KeepsOwnerSecret(Protocol):
+    """A store that keeps the owner-hash key with its records (SQLite, Redis)."""
+
+    async def owner_secret(self) -> bytes: ...
+
+
 class Owners:
     """Who a request belongs to: ``owner(scope)`` if the application gave one (a
-    tenant id from its auth layer), else a keyed hash of the client's credential.
-    The key is random per process unless ``secret`` is given, which instances that
-    share a store must agree on; the credential itself is never kept."""
+    tenant id from its auth layer), else a keyed hash of the client's credential;
+    the credential itself is never kept.
 
-    def __init__(self, secret: str | bytes | None = None, owner: OwnerFunction | None = None):
+    The key is ``secret`` when given (instances that share a store by other means
+    must agree on it). Otherwise a store that keeps one (``owner_secret``: SQLite's
+    meta table, a Redis key) provides it, created once and read by every instance
+    and restart, so conversations outlive the process; ``load`` reads it before the
+    first owner is computed. Other stores (memory, none) get a random key per
+    process, as does a request served while the store cannot be read (what it
+    stores then cannot be found again, which fails closed)."""
+
+    def __init__(
+        self,
+        secret: str | bytes | None = None,
+        owner: OwnerFunction | None = None,
+        store: object = None,
+    ):
         if isinstance(secret, str):
             secret = secret.encode()
-        self.key = secret or os.urandom(32)  # what secrets.token_bytes is
         self.owner = owner
+        self.key: bytes | None = secret or None
+        self._fallback = os.urandom(32)  # what secrets.token_bytes is
+        self._keeper = store if isinstance(store, KeepsOwnerSecret) else None
+        if self.key is None and self._keeper is None:
+            self.key = self._fallback
+        self._loading: anyio.Lock | None = None
+
+    async def load(self) -> None:
+        """The store's key, read once (StoreUnavailable while it cannot be read)."""
+        if self.key is not None:
+            return
+        if self._loading is None:
+            self._loading = anyio.Lock()
+        async with self._loading:  # one read for the callers that arrive together
+            if self.key is None:
+                assert self._keeper is not None  # else a key was made at once
+                self.key = await self._keeper.owner_secret()
 
     def __call__(self, scope: Scope) -> str:
         if self.owner is not None:
@@ -80,7 +116,8 @@ class Owners:
         import hmac
 
         credential = client_credential(scope.get("headers", [])) or b""
-        return "key:" + hmac.new(self.key, credential, hashlib.sha256).hexdigest()[:40]
+        key = self.key or self._fallback
+        return "key:" + hmac.new(key, credential, hashlib.sha256).hexdigest()[:40]
 
 
 # ------------------------------------------------------------------ the service
@@ -97,7 +134,16 @@ class StoredResponses:
         owner: OwnerFunction | None = None,
     ) -> None:
         self.store = open_store(store)
-        self.owners = Owners(secret, owner)
+        self.owners = Owners(secret, owner, self.store)
+
+    async def ready(self) -> None:
+        """Before the first owner is computed: the owner key kept by the store.
+        While the store cannot be read, requests go on (those that need the store
+        fail on it with a 503); the next request tries again."""
+        try:
+            await self.owners.load()
+        except StoreUnavailable as exc:
+            logger.warning("owner key not read from the response store: %s", exc)
 
     async def aclose(self) -> None:
         if self.store is not None:

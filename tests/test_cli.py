@@ -244,3 +244,26 @@ def test_the_response_store_comes_from_flags_environment_or_toml(tmp_path: Path)
     path.write_text('[store]\nurl = "postgres://db"\n')
     with pytest.raises(cfg.ConfigError, match=r"store\.url"):
         app_from(["--config", str(path), *flags], env)
+
+
+def test_the_cli_sqlite_store_keeps_conversations_over_a_restart_without_a_secret(
+    tmp_path: Path,
+) -> None:
+    """No PROXAI_STORE_SECRET: the owner key is kept in the SQLite file, so a restarted
+    server continues a client's conversation, and another key still cannot."""
+    argv = ["--store", f"sqlite:///{tmp_path / 'responses.db'}"]
+    with serve(app_from(argv)[0]) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-client", max_retries=0)
+        first = client.responses.create(model="demo", input="remember 4711")
+    with serve(app_from(argv)[0]) as url:  # the restarted server
+        other = openai.OpenAI(base_url=url + "/v1", api_key="sk-other", max_retries=0)
+        with pytest.raises(openai.NotFoundError):
+            other.responses.retrieve(first.id)
+        with pytest.raises(openai.BadRequestError):
+            other.responses.create(model="demo", input="steal", previous_response_id=first.id)
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-client", max_retries=0)
+        second = client.responses.create(
+            model="demo", input="what was it?", previous_response_id=first.id
+        )
+        assert client.responses.retrieve(first.id).id == first.id
+    assert second.previous_response_id == first.id

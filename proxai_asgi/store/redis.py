@@ -11,6 +11,7 @@ single Redis (a primary with replicas), not a Redis Cluster.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from .base import DEFAULT_TTL, MAX_CHAIN, StoredResponse, StoreUnavailable, decode, encode
@@ -104,6 +105,18 @@ class RedisStore:
     async def delete(self, response_id: str, owner: str) -> bool:
         deleted = await self._call(self._delete(keys=[self.prefix + response_id], args=[owner]))
         return bool(deleted)
+
+    async def owner_secret(self) -> bytes:
+        """The owner-hash key kept in Redis beside the records (no TTL): set at random
+        by the first instance (``SET NX``), read by every other one, so a fleet and
+        its restarts agree on owners without a configured secret. (Its name holds a
+        ``:``, which no response id does.)"""
+        key = self.prefix + "_meta:owner_secret"
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(key, os.urandom(32).hex(), nx=True)  # text: any client decoding reads it
+            pipe.get(key)
+            _, value = await self._call(pipe.execute())
+        return value.encode() if isinstance(value, str) else bytes(value)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -8,6 +8,7 @@ order: the bound on entries drops from that end.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -34,6 +35,9 @@ CREATE TABLE IF NOT EXISTS proxai_responses (
 );
 CREATE INDEX IF NOT EXISTS proxai_responses_expiry ON proxai_responses (expires_at);
 """
+
+# Values the store keeps about itself (the owner-hash key).
+_META = "CREATE TABLE IF NOT EXISTS proxai_meta (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
 
 # The record and its ancestors, one query; the newest first (depth 0).
 _CHAIN = """
@@ -152,6 +156,23 @@ class SQLiteStore:
                 (response_id, owner, self.clock()),
             )
             return cur.rowcount > 0
+
+        return await self._run(work)
+
+    async def owner_secret(self) -> bytes:
+        """The owner-hash key kept in the file itself: created at random by the first
+        instance to open it, read by every later one (and restart), so the owners of
+        its records stay the same without a configured secret."""
+        fresh = os.urandom(32)
+
+        def work(db: sqlite3.Connection) -> bytes:
+            db.execute(_META)
+            db.execute(
+                "INSERT OR IGNORE INTO proxai_meta (name, value) VALUES ('owner_secret', ?)",
+                (fresh,),
+            )
+            row = db.execute("SELECT value FROM proxai_meta WHERE name = 'owner_secret'").fetchone()
+            return bytes(row[0])
 
         return await self._run(work)
 

@@ -439,7 +439,9 @@ def test_a_stream_the_client_abandons_is_stored_as_cancelled_never_half() -> Non
     assert got.output == []  # the half-written message is not kept
 
 
-def test_a_responses_upstream_keeps_its_own_state_and_unknown_ids_go_to_it() -> None:
+def test_a_responses_upstream_keeps_its_own_state_for_the_client_that_made_it() -> None:
+    """Ids of a Responses upstream reached with our key go to it for the client that
+    created them through the proxy (the others: ``tests/e2e/test_stored_security.py``)."""
     fake = FakeUpstream()
     stored = {"id": "resp_upstream1", "object": "response", "status": "completed"}
     fake.push(Reply(200, [("content-type", "application/json")], [json.dumps(stored).encode()]))
@@ -447,14 +449,16 @@ def test_a_responses_upstream_keeps_its_own_state_and_unknown_ids_go_to_it() -> 
         up = Upstream("openai_responses", upstream_url + "/v1", "sk-upstream-key")
         with serve(ProxaiMiddleware(_not_found, upstream=up)) as url:
             client = openai.OpenAI(base_url=url + "/v1", api_key="sk-client", max_retries=0)
+            created = client.responses.create(model=MODEL, input="hi")
             got = client.responses.retrieve("resp_upstream1")
-            client.responses.delete("resp_upstream1")
             client.responses.input_items.list("resp_upstream1", limit=5)
-    assert got.id == "resp_upstream1"
+            client.responses.delete("resp_upstream1")
+    assert created.id == got.id == "resp_upstream1"
     assert [s.path for s in fake.seen] == [
-        "/v1/responses/resp_upstream1",
+        "/v1/responses",
         "/v1/responses/resp_upstream1",
         "/v1/responses/resp_upstream1/input_items",
+        "/v1/responses/resp_upstream1",
     ]
     assert fake.seen[2].query == b"limit=5"
     assert all(s.headers["authorization"] == "Bearer sk-upstream-key" for s in fake.seen)

@@ -69,10 +69,25 @@ def test_a_turn_answered_by_one_instance_is_continued_through_another(
     assert len(_kinds(model.exchanges[2].decoded)) == 5  # type: ignore[arg-type]
 
 
-def test_instances_without_a_shared_secret_do_not_share_owners(redis: RedisServer) -> None:
+def test_instances_without_a_secret_share_the_key_redis_keeps(redis: RedisServer) -> None:
+    """No configured secret: every instance reads the owner key Redis keeps, so a
+    client's conversation is its own on every instance, and another key's is not."""
     model = ScriptedModel(CHAT, COMMAND)
     with ExitStack() as es:
         a, b = instances(es, model, 2, store=redis.url)
+        first = a.responses.create(model=MODEL, input="mine")
+        assert b.responses.retrieve(first.id).id == first.id
+        b.responses.create(model=MODEL, input="next", previous_response_id=first.id)
+        other = b.with_options(api_key="sk-other")
+        with pytest.raises(openai.NotFoundError):
+            other.responses.retrieve(first.id)
+
+
+def test_instances_with_different_secrets_do_not_share_owners(redis: RedisServer) -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with ExitStack() as es:
+        (a,) = instances(es, model, 1, store=redis.url, store_secret="one")
+        (b,) = instances(es, model, 1, store=redis.url, store_secret="two")
         first = a.responses.create(model=MODEL, input="mine")
         with pytest.raises(openai.NotFoundError):
             b.responses.retrieve(first.id)
