@@ -25,7 +25,10 @@ EPILOG = """\
 Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
 $PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS, $PROXAI_STORE,
-$PROXAI_STORE_SECRET), and these flags. With no upstream
+$PROXAI_STORE_SECRET, and $PROXAI_BODY_TIMEOUT, $PROXAI_ALLOWED_ORIGINS,
+$PROXAI_WEBSOCKET_IDLE_TIMEOUT, $PROXAI_WEBSOCKET_MAX_CONNECTIONS,
+$PROXAI_WEBSOCKET_MAX_HISTORY for the [server] keys of those names), and these flags.
+With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
@@ -78,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(default $PROXAI_STORE)",
     )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a web page origin (scheme://host[:port], or *) allowed to call the proxy "
+        "from a browser; repeatable (default: none but the proxy's own)",
+    )
     return p
 
 
@@ -123,6 +133,10 @@ def build_app(
         server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
     if server.workers < 1:
         raise cfg.ConfigError("--workers (or server.workers): must be 1 or more")
+    cfg.admission_env(server, env)
+    if args.allow_origin:
+        server.allowed_origins = list(args.allow_origin)
+        cfg.check_admission(server, "--allow-origin: ")
 
     url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
     routes: list[Route]
@@ -164,6 +178,7 @@ def build_app(
         responses_websocket=server.responses_websocket,
         store=store if store is not None else "off",
         store_secret=secret,
+        **cfg.admission_options(server),
     )
     return app, server
 
