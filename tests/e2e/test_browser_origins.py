@@ -95,9 +95,9 @@ def body_for(client: str, stream: bool) -> dict[str, Any]:
 def test_llm_requests_from_pages_of_other_origins_are_refused_with_a_403(
     client: str, transport: str, stream: bool
 ) -> None:
+    """By default: only requests without a browser's origin, or from the proxy's own."""
     path, body = path_for(client, stream), body_for(client, stream)
-    with proxy(transport, allowed_origins=[LISTED]) as (url, model), httpx.Client() as http:
-        own = url  # http://127.0.0.1:PORT: the page the proxy itself would serve
+    with proxy(transport) as (url, model), httpx.Client() as http:
 
         def post(**headers: str) -> httpx.Response:
             return http.post(url + path, json=body, headers=headers, timeout=30)
@@ -109,7 +109,6 @@ def test_llm_requests_from_pages_of_other_origins_are_refused_with_a_403(
             post(origin="null"),  # a sandboxed frame or a file:// page
             post(**{"sec-fetch-site": "cross-site"}),  # a browser's request without Origin
             post(origin="http://127.0.0.1:1"),  # another port of the same host
-            post(origin=LISTED + ":8443"),
         ]
         for r in refused:
             assert r.status_code == 403, r.text
@@ -117,13 +116,31 @@ def test_llm_requests_from_pages_of_other_origins_are_refused_with_a_403(
             assert "access-control-allow-origin" not in r.headers
         assert model.calls == 0
 
-        # Served: no Origin (CLIs, SDKs), the proxy's own origin, a listed one.
-        for headers in ({}, {"origin": own, "sec-fetch-site": "same-origin"}, {"origin": LISTED}):
+        # Served: no Origin (CLIs, SDKs), and the proxy's own origin (url is the page
+        # the proxy itself, or the app it wraps, would serve).
+        for headers in ({}, {"origin": url}, {"origin": url, "sec-fetch-site": "same-origin"}):
             r = post(**headers)
             assert r.status_code == 200, (headers, r.text)
-            allowed = r.headers.get("access-control-allow-origin")
-            assert allowed == (LISTED if headers.get("origin") == LISTED else None)
+            assert "access-control-allow-origin" not in r.headers
         assert model.calls == 3
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("transport", ["http", "inner"])
+@pytest.mark.parametrize("client", CLIENTS)
+def test_listed_origins_are_served_with_the_cors_headers_they_need(
+    client: str, transport: str, stream: bool
+) -> None:
+    path, body = path_for(client, stream), body_for(client, stream)
+    with proxy(transport, allowed_origins=[LISTED]) as (url, model), httpx.Client() as http:
+        r = http.post(url + path, json=body, headers={"origin": LISTED}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.headers["access-control-allow-origin"] == LISTED
+        assert r.headers["access-control-expose-headers"] == "*"
+        assert "origin" in r.headers["vary"].lower()
+        r = http.post(url + path, json=body, headers={"origin": LISTED + ":8443"}, timeout=30)
+        assert r.status_code == 403, r.text  # another origin than the one listed
+        assert model.calls == 1
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -135,10 +152,27 @@ def test_preflights_from_pages_of_other_origins_get_no_cors_allowance(client: st
         "access-control-request-headers": "authorization, content-type, x-stainless-os",
         "access-control-request-private-network": "true",
     }
-    with proxy("inner", allowed_origins=[LISTED]) as (url, _), httpx.Client() as http:
+    with proxy("inner") as (url, _), httpx.Client() as http:
         r = http.options(url + path, headers={"origin": EVIL, **asked})
         assert r.status_code == 403
         assert not [h for h in r.headers if h.startswith("access-control-")]
+
+        # Paths that are the wrapped app's keep its own answer.
+        r = http.options(url + "/elsewhere", headers={"origin": EVIL, **asked})
+        assert r.headers["access-control-allow-origin"] == "*"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_preflights_from_listed_origins_get_what_they_ask_for(client: str) -> None:
+    path = path_for(client, False)
+    asked = {
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type, x-stainless-os",
+        "access-control-request-private-network": "true",
+    }
+    with proxy("inner", allowed_origins=[LISTED]) as (url, _), httpx.Client() as http:
+        r = http.options(url + path, headers={"origin": EVIL, **asked})
+        assert r.status_code == 403
 
         r = http.options(url + path, headers={"origin": LISTED, **asked})
         assert r.status_code == 204
@@ -147,10 +181,6 @@ def test_preflights_from_pages_of_other_origins_get_no_cors_allowance(client: st
         assert r.headers["access-control-allow-headers"] == asked["access-control-request-headers"]
         assert r.headers["access-control-allow-private-network"] == "true"
         assert "origin" in r.headers["vary"].lower()
-
-        # Paths that are the wrapped app's keep its own answer.
-        r = http.options(url + "/elsewhere", headers={"origin": EVIL, **asked})
-        assert r.headers["access-control-allow-origin"] == "*"
 
 
 def test_side_endpoints_refuse_pages_of_other_origins() -> None:
@@ -194,7 +224,7 @@ def test_every_origin_can_be_allowed_with_a_star() -> None:
 @pytest.mark.parametrize("transport", ["http", "inner"])
 def test_websocket_handshakes_from_pages_of_other_origins_get_a_403(transport: str) -> None:
     frame = json.dumps({"type": "response.create", "model": "m", "input": "hi", "generate": False})
-    with proxy(transport, allowed_origins=[LISTED]) as (url, _):
+    with proxy(transport) as (url, _):
         ws_url = url.replace("http://", "ws://") + "/v1/responses"
         for origin in (EVIL, "null", "http://127.0.0.1:1"):
             with pytest.raises(InvalidStatus) as info:
@@ -202,7 +232,16 @@ def test_websocket_handshakes_from_pages_of_other_origins_get_a_403(transport: s
             assert info.value.response.status_code == 403
             body = json.loads(info.value.response.body)
             assert body["error"]["code"] == "origin_not_allowed"
-        for origin in (None, url, LISTED):
+        for origin in (None, url):  # Codex sends none; the proxy's own page
             with connect(ws_url, origin=origin, open_timeout=10) as ws:  # type: ignore[arg-type]
                 ws.send(frame)
                 assert json.loads(ws.recv(timeout=10))["type"] == "response.created"
+
+
+def test_websocket_handshakes_from_listed_origins_are_served() -> None:
+    frame = json.dumps({"type": "response.create", "model": "m", "input": "hi", "generate": False})
+    with proxy("inner", allowed_origins=[LISTED]) as (url, _):
+        ws_url = url.replace("http://", "ws://") + "/v1/responses"
+        with connect(ws_url, origin=LISTED, open_timeout=10) as ws:  # type: ignore[arg-type]
+            ws.send(frame)
+            assert json.loads(ws.recv(timeout=10))["type"] == "response.created"

@@ -27,7 +27,7 @@ from tests.helpers.servers import serve
 
 from ._raw import LoopServer
 from ._shapes import error_message
-from .corpus import CHAT, GEMINI, PROTOCOLS, RESPONSES
+from .corpus import CHAT, CLIENTS, GEMINI, RESPONSES
 
 BODY_TIMEOUT = 1.0
 
@@ -97,7 +97,7 @@ def _reply(sock: socket.socket) -> tuple[bytes, dict[bytes, bytes], bytes]:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("transport", ["http", "inner"])
-@pytest.mark.parametrize("client", PROTOCOLS)
+@pytest.mark.parametrize("client", CLIENTS)
 def test_stalled_bodies_hold_no_concurrency_slot_and_get_a_408(
     client: str, transport: str, stream: bool
 ) -> None:
@@ -150,4 +150,3 @@ def test_the_body_timeout_is_set_from_python_toml_and_the_environment(tmp_path: 
     conf.write_text("[server]\nbody_timeout = 2.5\n")
     assert app_from(["--config", str(conf)], {}).body_timeout == 2.5
     assert app_from(["--config", str(conf)], {"PROXAI_BODY_TIMEOUT": "7"}).body_timeout == 7.0
-
