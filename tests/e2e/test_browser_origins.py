@@ -22,17 +22,12 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.demo import DemoUpstream
 from proxai_asgi.upstream import Receive, Scope, Send
+from tests.helpers.demo_proxy import CHAT, CLIENTS, RESPONSES, body_for, middleware, path_for
 from tests.helpers.servers import serve
 from tests.reliability._shapes import error_message
 
-CHAT = "openai_chat_completions"
-RESPONSES = "openai_responses"
-ANTHROPIC = "anthropic_messages"
-GEMINI = "gemini_generate_content"
-CLIENTS = [CHAT, RESPONSES, ANTHROPIC, GEMINI]
 LISTED = "https://app.example"
 EVIL = "https://evil.example"
 
@@ -64,29 +59,8 @@ class Model:
 def proxy(transport: str, **options: Any) -> Iterator[tuple[str, Model]]:
     model = Model()
     with ExitStack() as stack:
-        if transport == "inner":
-            app = ProxaiMiddleware(model, upstream=Upstream.inner_app(CHAT), **options)
-        else:
-            url = stack.enter_context(serve(model))
-            app = ProxaiMiddleware(model, upstream=Upstream(CHAT, url + "/v1"), **options)
+        app = middleware(model, transport, stack, **options)
         yield stack.enter_context(serve(app, websockets=True)), model
-
-
-def path_for(client: str, stream: bool) -> str:
-    if client == GEMINI:
-        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        return f"/v1beta/models/m:{method}"
-    return {CHAT: "/v1/chat/completions", RESPONSES: "/v1/responses"}.get(client, "/v1/messages")
-
-
-def body_for(client: str, stream: bool) -> dict[str, Any]:
-    if client == GEMINI:
-        return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
-    if client == RESPONSES:
-        body: dict[str, Any] = {"model": "m", "input": "hi"}
-    else:
-        body = {"model": "m", "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}
-    return body | {"stream": True} if stream else body
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])

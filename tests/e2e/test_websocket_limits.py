@@ -26,9 +26,8 @@ from websockets.sync.client import ClientConnection, connect
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.demo import DemoUpstream
 from proxai_asgi.upstream import Message
+from tests.helpers.demo_proxy import CHAT, middleware
 from tests.helpers.servers import serve
-
-CHAT = "openai_chat_completions"
 
 
 @contextmanager
@@ -36,11 +35,7 @@ def proxy(transport: str, **options: Any) -> Iterator[str]:
     """The middleware before the demo model (over HTTP or as the wrapped app); yields
     the socket's URL."""
     with ExitStack() as stack:
-        if transport == "inner":
-            app = ProxaiMiddleware(DemoUpstream(), upstream=Upstream.inner_app(CHAT), **options)
-        else:
-            url = stack.enter_context(serve(DemoUpstream()))
-            app = ProxaiMiddleware(DemoUpstream(), upstream=Upstream(CHAT, url + "/v1"), **options)
+        app = middleware(DemoUpstream(), transport, stack, **options)
         url = stack.enter_context(serve(app, websockets=True))
         yield url.replace("http://", "ws://") + "/v1/responses"
 

@@ -23,46 +23,19 @@ import pytest
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.cli import build_app, build_parser
 from proxai_asgi.demo import DemoUpstream
-from tests.helpers.servers import serve
+from tests.helpers.demo_proxy import CHAT, CLIENTS, body_for, middleware, path_for
 
 from ._raw import LoopServer
 from ._shapes import error_message
-from .corpus import CHAT, CLIENTS, GEMINI, RESPONSES
 
 BODY_TIMEOUT = 1.0
-
-
-def _path(client: str, stream: bool) -> str:
-    if client == GEMINI:
-        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        return f"/v1beta/models/demo-model:{method}"
-    return {
-        CHAT: "/v1/chat/completions",
-        RESPONSES: "/v1/responses",
-    }.get(client, "/v1/messages")
-
-
-def _body(client: str, stream: bool) -> dict[str, Any]:
-    if client == GEMINI:
-        return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
-    if client == CHAT:
-        body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-    elif client == RESPONSES:
-        body = {"model": "m", "input": "hi"}
-    else:
-        body = {"model": "m", "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}
-    return body | {"stream": True} if stream else body
 
 
 @contextmanager
 def _proxy(transport: str, **options: Any) -> Iterator[str]:
     """The middleware (uvicorn with h11, for raw sockets) before the demo model."""
     with ExitStack() as stack:
-        if transport == "inner":
-            app = ProxaiMiddleware(DemoUpstream(), upstream=Upstream.inner_app(CHAT), **options)
-        else:
-            url = stack.enter_context(serve(DemoUpstream()))
-            app = ProxaiMiddleware(DemoUpstream(), upstream=Upstream(CHAT, url + "/v1"), **options)
+        app = middleware(DemoUpstream(), transport, stack, **options)
         yield stack.enter_context(LoopServer(app)).url
 
 
@@ -104,7 +77,7 @@ def test_stalled_bodies_hold_no_concurrency_slot_and_get_a_408(
     """Two clients send half a body and stall, on a proxy with one slot: a normal
     client is answered at once, and each stalled one gets a 408 in its own protocol's
     shape once ``body_timeout`` has passed, its connection then closed."""
-    path, body = _path(client, stream), json.dumps(_body(client, stream)).encode()
+    path, body = path_for(client, stream), json.dumps(body_for(client, stream)).encode()
     options = {"max_concurrency": 1, "queue_timeout": 5.0, "body_timeout": BODY_TIMEOUT}
     with _proxy(transport, **options) as url:
         stalled = [_stall(url, path, body) for _ in range(2)]
@@ -127,7 +100,7 @@ def test_stalled_bodies_hold_no_concurrency_slot_and_get_a_408(
 def test_a_body_sent_slowly_but_in_time_is_served() -> None:
     """The timeout bounds the whole body, not each read: a body in three parts, the
     last 0.3 s before the deadline, is served."""
-    body = json.dumps(_body(CHAT, False)).encode()
+    body = json.dumps(body_for(CHAT, False)).encode()
     with _proxy("inner", body_timeout=BODY_TIMEOUT) as url:
 
         def parts() -> Iterator[bytes]:
