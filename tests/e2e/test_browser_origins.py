@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +23,9 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi.cli import build_app, build_parser
+from proxai_asgi.config import ConfigError
 from proxai_asgi.demo import DemoUpstream
 from proxai_asgi.upstream import Receive, Scope, Send
 from tests.helpers.demo_proxy import CHAT, CLIENTS, RESPONSES, body_for, middleware, path_for
@@ -219,3 +223,23 @@ def test_websocket_handshakes_from_listed_origins_are_served() -> None:
         with connect(ws_url, origin=LISTED, open_timeout=10) as ws:  # type: ignore[arg-type]
             ws.send(frame)
             assert json.loads(ws.recv(timeout=10))["type"] == "response.created"
+
+
+def test_allowed_origins_from_toml_the_environment_and_the_flag(tmp_path: Path) -> None:
+    def origins_of(argv: list[str], env: dict[str, str]) -> frozenset[bytes]:
+        return build_app(build_parser().parse_args(argv), env)[0].origins.allowed
+
+    assert origins_of([], {}) == frozenset()
+    conf = tmp_path / "proxai.toml"
+    conf.write_text('[server]\nallowed_origins = ["https://App.example:443"]\n')
+    assert origins_of(["--config", str(conf)], {}) == {b"https://app.example"}
+    env = {"PROXAI_ALLOWED_ORIGINS": "https://a.example, http://localhost:3000"}
+    assert origins_of([], env) == {b"https://a.example", b"http://localhost:3000"}
+    assert origins_of(["--allow-origin", LISTED], env) == {LISTED.encode()}
+    for bad in ("app.example", "https://app.example/path", "null"):
+        with pytest.raises(ConfigError, match="allowed_origins"):
+            origins_of(["--allow-origin", bad], {})
+        with pytest.raises(ValueError, match="allowed_origins"):
+            ProxaiMiddleware(
+                DemoUpstream(), upstream=Upstream.inner_app(CHAT), allowed_origins=[bad]
+            )

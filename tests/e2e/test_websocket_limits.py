@@ -17,6 +17,7 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,8 @@ from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi.cli import build_app, build_parser
+from proxai_asgi.config import ConfigError
 from proxai_asgi.demo import DemoUpstream
 from proxai_asgi.upstream import Message
 from tests.helpers.demo_proxy import CHAT, middleware
@@ -202,3 +205,23 @@ def test_an_idle_websocket_holds_about_the_bytes_its_client_sent() -> None:
     print(f"an idle socket holds {held} bytes for {sent} sent: {ratio:.2f}x")
     assert sent > 1_000_000
     assert 0.5 < ratio < 1.5, ratio  # the conversation is kept, and compactly
+
+
+def test_the_websocket_limits_from_toml_and_the_environment(tmp_path: Path) -> None:
+    def limits_of(argv: list[str], env: dict[str, str]) -> tuple[Any, ...]:
+        app = build_app(build_parser().parse_args(argv), env)[0]
+        return app.sockets.idle_timeout, app.sockets.max_connections, app.sockets.max_history
+
+    assert limits_of([], {}) == (300.0, 256, 32 * 1024 * 1024)
+    conf = tmp_path / "proxai.toml"
+    conf.write_text(
+        "[server]\nwebsocket_idle_timeout = 60\nwebsocket_max_connections = 8\n"
+        "websocket_max_history = 1000000\n"
+    )
+    assert limits_of(["--config", str(conf)], {}) == (60.0, 8, 1_000_000)
+    env = {"PROXAI_WEBSOCKET_IDLE_TIMEOUT": "0.5", "PROXAI_WEBSOCKET_MAX_CONNECTIONS": "3"}
+    assert limits_of(["--config", str(conf)], env) == (0.5, 3, 1_000_000)
+    with pytest.raises(ConfigError, match="websocket_max_connections"):
+        limits_of([], {"PROXAI_WEBSOCKET_MAX_CONNECTIONS": "0"})
+    with pytest.raises(ConfigError, match="not a number"):
+        limits_of([], {"PROXAI_WEBSOCKET_IDLE_TIMEOUT": "soon"})
