@@ -68,16 +68,14 @@ def _reply(sock: socket.socket) -> tuple[bytes, dict[bytes, bytes], bytes]:
     return status, headers, body
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("transport", ["http", "inner"])
 @pytest.mark.parametrize("client", CLIENTS)
-def test_stalled_bodies_hold_no_concurrency_slot_and_get_a_408(
-    client: str, transport: str, stream: bool
-) -> None:
+def test_stalled_bodies_hold_no_concurrency_slot_and_get_a_408(client: str, transport: str) -> None:
     """Two clients send half a body and stall, on a proxy with one slot: a normal
     client is answered at once, and each stalled one gets a 408 in its own protocol's
-    shape once ``body_timeout`` has passed, its connection then closed."""
-    path, body = path_for(client, stream), json.dumps(body_for(client, stream)).encode()
+    shape once ``body_timeout`` has passed, its connection then closed. (Whether the
+    request asks for a stream makes no difference: no body, no request.)"""
+    path, body = path_for(client, False), json.dumps(body_for(client, False)).encode()
     options = {"max_concurrency": 1, "queue_timeout": 5.0, "body_timeout": BODY_TIMEOUT}
     with _proxy(transport, **options) as url:
         stalled = [_stall(url, path, body) for _ in range(2)]
