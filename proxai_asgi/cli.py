@@ -25,15 +25,17 @@ EPILOG = """\
 Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
 $PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS, $PROXAI_STORE,
-$PROXAI_STORE_SECRET, and $PROXAI_BODY_TIMEOUT, $PROXAI_ALLOWED_ORIGINS,
-$PROXAI_WEBSOCKET_IDLE_TIMEOUT, $PROXAI_WEBSOCKET_MAX_CONNECTIONS,
-$PROXAI_WEBSOCKET_MAX_HISTORY for the [server] keys of those names), and these flags.
-With no upstream
+$PROXAI_STORE_SECRET), and these flags. With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
 Clients point at http://HOST:PORT: OpenAI SDKs with base_url http://HOST:PORT/v1,
 Anthropic SDKs and Claude Code with http://HOST:PORT.
+
+Web pages of other origins than the proxy's own get a 403 unless listed with
+--allow-origin (or [server] allowed_origins, $PROXAI_ALLOWED_ORIGINS comma-separated).
+The [server] keys body_timeout, websocket_idle_timeout, websocket_max_connections and
+websocket_max_history are also read from $PROXAI_<KEY> ($PROXAI_BODY_TIMEOUT, ...).
 """
 
 

@@ -19,7 +19,6 @@ from . import (
     checks,
     compaction,
     endpoints,
-    origins,
     stored_endpoints,
     stored_responses,
     websocket_responses,
@@ -29,6 +28,7 @@ from .errors import ProxyError
 from .exchange import JSON_HEADER, Exchange, Handler
 from .inner_transport import open_inner
 from .model_rewrite import rewrite_model
+from .origins import OriginPolicy, preflight_headers, with_cors
 from .protocols import all_codecs, model_listing
 from .pumping import until_disconnect
 from .relaying import relay, relay_inner
@@ -171,7 +171,7 @@ class ProxaiMiddleware:
         self.max_json_depth = max_json_depth
         self.responses_websocket = responses_websocket
         self.body_timeout = body_timeout
-        self.origins = origins.OriginPolicy(allowed_origins)
+        self.origins = OriginPolicy(allowed_origins)
         self.sockets = websocket_responses.SocketLimits(
             idle_timeout=websocket_idle_timeout,
             max_connections=websocket_max_connections,
@@ -250,7 +250,7 @@ class ProxaiMiddleware:
             err = ProxyError(403, _ORIGIN_REFUSED, kind="permission", code="origin_not_allowed")
             await _json(send, 403, shape.encode_error(err))
             return None
-        return send if cors is None else origins.with_cors(send, cors)
+        return send if cors is None else with_cors(send, cors)
 
     async def _preflight(self, scope: Scope, send: Send, shape: Codec) -> None:
         allowed, cors = self.origins.admit(scope)
@@ -258,7 +258,7 @@ class ProxaiMiddleware:
             err = ProxyError(403, _ORIGIN_REFUSED, kind="permission", code="origin_not_allowed")
             await _json(send, 403, shape.encode_error(err))
             return
-        headers = [] if cors is None else origins.preflight_headers(scope, cors)
+        headers = [] if cors is None else preflight_headers(scope, cors)
         await send({"type": "http.response.start", "status": 204, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
