@@ -31,6 +31,11 @@ configured, a built-in demo upstream answers offline (it echoes your message), s
 
 Clients point at http://HOST:PORT: OpenAI SDKs with base_url http://HOST:PORT/v1,
 Anthropic SDKs and Claude Code with http://HOST:PORT.
+
+Web pages of other origins than the proxy's own get a 403 unless listed with
+--allow-origin (or [server] allowed_origins, $PROXAI_ALLOWED_ORIGINS comma-separated).
+The [server] keys body_timeout, websocket_idle_timeout, websocket_max_connections and
+websocket_max_history are also read from $PROXAI_<KEY> ($PROXAI_BODY_TIMEOUT, ...).
 """
 
 
@@ -78,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(default $PROXAI_STORE)",
     )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a web page origin (scheme://host[:port], or *) allowed to call the proxy "
+        "from a browser; repeatable (default: none but the proxy's own)",
+    )
     return p
 
 
@@ -123,6 +135,10 @@ def build_app(
         server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
     if server.workers < 1:
         raise cfg.ConfigError("--workers (or server.workers): must be 1 or more")
+    cfg.admission_env(server, env)
+    if args.allow_origin:
+        server.allowed_origins = list(args.allow_origin)
+        cfg.check_admission(server, "--allow-origin: ")
 
     url = args.upstream_url or env.get("PROXAI_UPSTREAM_URL")
     routes: list[Route]
@@ -164,6 +180,7 @@ def build_app(
         responses_websocket=server.responses_websocket,
         store=store if store is not None else "off",
         store_secret=secret,
+        **cfg.admission_options(server),
     )
     return app, server
 

@@ -9,6 +9,11 @@ max_body_size = 33554432
 lean_http = true             # upstreams via the lean HTTP/1.1 pool (false: httpx)
 responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 workers = 1                  # processes serving the port; each has its own pools and limits
+body_timeout = 30            # seconds to receive a request body, else 408 ($PROXAI_BODY_TIMEOUT)
+allowed_origins = []         # browser pages of other origins allowed to call ("*": any)
+websocket_idle_timeout = 300 # close a Responses WebSocket idle this long (seconds)
+websocket_max_connections = 256  # open Responses WebSockets per process; more get a 503
+# websocket_max_history = 33554432  # bytes a connection keeps of its last response
 
 [store]                      # stored Responses (previous_response_id, retrieve, delete)
 url = "memory"               # "off", "sqlite:////var/lib/proxai/responses.db", "redis://host:6379/0"
@@ -48,6 +53,7 @@ from typing import Any, get_type_hints
 import msgspec
 
 from .codec import PROTOCOLS, ProtocolName
+from .origins import normalize as normalize_origin
 from .routing import Route, Upstream
 
 
@@ -65,6 +71,13 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lean_http: bool = True
     responses_websocket: bool = True
     workers: int = 1  # processes serving the port (each with its own pools and limits)
+    # Admission, browser pages and the Codex WebSocket: ``ProxaiMiddleware``'s options
+    # of these names (``admission_options``); each also from $PROXAI_<NAME>.
+    body_timeout: float = 30.0
+    allowed_origins: list[str] = msgspec.field(default_factory=list)
+    websocket_idle_timeout: float = 300.0
+    websocket_max_connections: int = 256
+    websocket_max_history: int | None = None  # None: max_body_size
 
 
 # Keys of an ``[[upstreams]]`` table besides ``Upstream``'s own fields.
@@ -105,6 +118,7 @@ def parse(data: dict[str, Any]) -> Config:
         raise ConfigError(f"invalid configuration: {exc}") from None
     if config.server.workers < 1:
         raise ConfigError("server.workers: must be 1 or more")
+    check_admission(config.server, "server.")
     names = [str(u.get("name")) for u in config.upstreams]
     for i, u in enumerate(config.upstreams):
         for key in u:
@@ -184,3 +198,49 @@ def build_routes(config: Config, env: dict[str, str] | None = None) -> list[Rout
     if not config.routes:
         return [Route("*", next(iter(ups.values())))] if ups else []
     return [Route(r.model, ups[r.upstream], r.model_rewrite) for r in config.routes]
+
+
+# The ``[server]`` keys also read from $PROXAI_<KEY> (origins comma-separated).
+_ADMISSION_ENV = (
+    "body_timeout",
+    "allowed_origins",
+    "websocket_idle_timeout",
+    "websocket_max_connections",
+    "websocket_max_history",
+)
+
+
+def admission_env(server: ServerConfig, env: dict[str, str]) -> None:
+    """Apply $PROXAI_BODY_TIMEOUT, $PROXAI_ALLOWED_ORIGINS, ... over ``server``."""
+    types = get_type_hints(ServerConfig)
+    for name in _ADMISSION_ENV:
+        raw = env.get("PROXAI_" + name.upper())
+        if raw is None or not raw.strip():
+            continue
+        value: Any = [o.strip() for o in raw.split(",") if o.strip()]
+        if name != "allowed_origins":
+            try:
+                value = msgspec.convert(msgspec.json.decode(raw), types[name])
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                raise ConfigError(f"$PROXAI_{name.upper()}: {raw!r} is not a number") from None
+        setattr(server, name, value)
+    check_admission(server, "")
+
+
+def check_admission(server: ServerConfig, where: str) -> None:
+    for name in ("body_timeout", "websocket_idle_timeout", "websocket_max_connections"):
+        if getattr(server, name) <= 0:
+            raise ConfigError(f"{where}{name}: must be more than 0")
+    if server.websocket_max_history is not None and server.websocket_max_history < 0:
+        raise ConfigError(f"{where}websocket_max_history: must be 0 or more")
+    for origin in server.allowed_origins:
+        if origin != "*":
+            try:
+                normalize_origin(origin)
+            except ValueError as exc:
+                raise ConfigError(f"{where}{exc}") from None
+
+
+def admission_options(server: ServerConfig) -> dict[str, Any]:
+    """The middleware's options of these names, from ``server``."""
+    return {name: getattr(server, name) for name in _ADMISSION_ENV}

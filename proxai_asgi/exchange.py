@@ -70,9 +70,27 @@ def _mask(data: bytes, secret: bytes) -> bytes:
     return data.replace(secret, b"*" * len(secret)) if secret in data else data
 
 
-async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+async def read_body(
+    scope: Scope, receive: Receive, limit: int, timeout: float | None = None
+) -> bytes | None:
     """The request body, refused early when it is too large or labelled as something
-    other than JSON; None when the client left before sending it."""
+    other than JSON, and with a 408 when it has not all come within ``timeout``
+    seconds (the connection is then closed: the rest of the body is never read);
+    None when the client left before sending it."""
+    if timeout is None:
+        return await _read_body(scope, receive, limit)
+    with anyio.move_on_after(timeout):
+        return await _read_body(scope, receive, limit)
+    raise ProxyError(
+        408,
+        f"the request body was not received within {timeout:g} seconds",
+        kind="invalid_request",
+        code="request_timeout",
+        headers=[(b"connection", b"close")],
+    )
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     for k, v in scope.get("headers", []):
         if k == b"content-length" and v.isdigit() and int(v) > limit:
             raise ProxyError(413, f"request body exceeds {limit} bytes", kind="request_too_large")
@@ -133,11 +151,22 @@ class Exchange:
     # ------------------------------------------------------------------ driving
 
     async def run(self, handler: Handler) -> None:
-        """Admission, the body and its limits, then ``handler``; every failure before
-        the response started is answered in the client's protocol."""
+        """The body and its limits, admission, then ``handler``; every failure before
+        the response started is answered in the client's protocol. The concurrency
+        slot is taken once the body is in and checked: a client slow to send it (or
+        never finishing it) holds no slot, only its own 408."""
         limiter = self.mw.limiter
         acquired = False
         try:
+            body = await read_body(
+                self.scope, self.receive, self.mw.max_body_size, self.mw.body_timeout
+            )
+            if body is None:
+                return  # the client left before sending its body
+            if checks.json_too_deep(body, self.mw.max_json_depth):
+                raise ProxyError.invalid(
+                    f"request body is nested deeper than {self.mw.max_json_depth} levels"
+                )
             if limiter is not None:
                 with anyio.move_on_after(self.mw.queue_timeout):
                     await limiter.acquire()
@@ -149,13 +178,6 @@ class Exchange:
                         kind="rate_limit",
                         headers=[(b"retry-after", b"1")],
                     )
-            body = await read_body(self.scope, self.receive, self.mw.max_body_size)
-            if body is None:
-                return  # the client left before sending its body
-            if checks.json_too_deep(body, self.mw.max_json_depth):
-                raise ProxyError.invalid(
-                    f"request body is nested deeper than {self.mw.max_json_depth} levels"
-                )
             await handler(self, body)
         except ProxyError as err:
             await self.fail(err)

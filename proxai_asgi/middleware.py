@@ -25,10 +25,12 @@ from . import (
     websocket_responses,
 )
 from .codec import Action, Codec, PathCall
+from .errors import ProxyError
 from .exchange import JSON_HEADER, Exchange, Handler
 from .inner_transport import open_inner
 from .model_rewrite import rewrite_model
-from .protocols import all_codecs
+from .origins import OriginPolicy, preflight_headers, with_cors
+from .protocols import all_codecs, model_listing
 from .pumping import until_disconnect
 from .relaying import relay, relay_inner
 from .routing import Route, Router, Upstream
@@ -49,6 +51,11 @@ if TYPE_CHECKING:
     import httpx  # imported on first use (upstream.py), as is the lean pool (http1.py)
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT = 30.0
+_ORIGIN_REFUSED = (
+    "this proxy does not serve web pages of other origins; its operator can list the "
+    "page's origin in allowed_origins"
+)
 
 
 async def generate(ex: Exchange, body: bytes) -> None:
@@ -100,14 +107,24 @@ class ProxaiMiddleware:
 
     ``max_connections`` bounds the pooled upstream connections; ``max_concurrency``
     bounds exchanges in flight (excess requests queue for ``queue_timeout`` seconds,
-    then get a 429 with ``retry-after``). Bodies over ``max_body_size`` bytes get a 413
+    then get a 429 with ``retry-after``); a slot is taken only once the body is in, and a
+    body not received within ``body_timeout`` seconds gets a 408, so clients that never
+    finish their bodies hold no slot. Bodies over ``max_body_size`` bytes get a 413
     and bodies nesting JSON deeper than ``max_json_depth`` a 400, before any other work.
+
+    Browser pages (``origins.py``): a request to an LLM path from a page of another
+    origin gets a 403 unless that origin is in ``allowed_origins`` ("*": any), which
+    then gets the CORS headers and preflight answers it needs. Clients that send no
+    ``Origin`` (CLIs, SDKs) are not concerned.
 
     A WebSocket on the Responses path is served as Codex's Responses WebSocket
     transport (``responses_websocket=False`` refuses it with a 426 so clients fall back
-    to HTTP). Requests to other paths, other methods, other websockets and lifespan
-    reach ``app`` untouched. ``prefix`` serves the LLM paths under a mount point
-    (``/llm/v1/...``).
+    to HTTP). A connection idle for ``websocket_idle_timeout`` seconds is closed (1000);
+    past ``websocket_max_connections`` open ones, a handshake gets a 503; what a
+    connection keeps to continue its last response is JSON bytes, at most
+    ``websocket_max_history`` (default ``max_body_size``). Requests to other paths,
+    other methods, other websockets and lifespan reach ``app`` untouched. ``prefix``
+    serves the LLM paths under a mount point (``/llm/v1/...``).
 
     ``store`` keeps Responses answers for ``previous_response_id``, retrieve and
     delete over stateless upstreams (``stored_responses.py``): None or "memory" (the
@@ -138,6 +155,11 @@ class ProxaiMiddleware:
         store: str | ResponseStore | None = None,
         store_owner: stored_responses.OwnerFunction | None = None,
         store_secret: str | bytes | None = None,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        allowed_origins: Sequence[str] = (),
+        websocket_idle_timeout: float | None = websocket_responses.DEFAULT_IDLE_TIMEOUT,
+        websocket_max_connections: int | None = websocket_responses.DEFAULT_MAX_CONNECTIONS,
+        websocket_max_history: int | None = None,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -158,6 +180,13 @@ class ProxaiMiddleware:
         self.serve_models = serve_models
         self.max_json_depth = max_json_depth
         self.responses_websocket = responses_websocket
+        self.body_timeout = body_timeout
+        self.origins = OriginPolicy(allowed_origins)
+        self.sockets = websocket_responses.SocketLimits(
+            idle_timeout=websocket_idle_timeout,
+            max_connections=websocket_max_connections,
+            max_history=max_body_size if websocket_max_history is None else websocket_max_history,
+        )
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
         self.stored = stored_responses.StoredResponses(
             store, secret=store_secret, owner=store_owner
@@ -177,21 +206,30 @@ class ProxaiMiddleware:
             for codec in self.codecs:
                 found = codec.serves(path)
                 if found is not None:
-                    ex = Exchange(self, codec, scope, receive, send, found.call)
+                    admitted = await self._admit(scope, send, codec)
+                    if admitted is None:
+                        return
+                    ex = Exchange(self, codec, scope, receive, admitted, found.call)
                     await ex.run(_HANDLERS[found.action])
                     return
         elif kind == "http" and scope["method"] in ("GET", "DELETE"):
             path = self._local(scope)
             stored = stored_endpoints.parse_path(path)
             if stored is not None:
-                await stored_endpoints.endpoint(self, scope, receive, send, *stored)
+                admitted = await self._admit(scope, send, stored_endpoints.stateful_codec())
+                if admitted is not None:
+                    await stored_endpoints.endpoint(self, scope, receive, admitted, *stored)
                 return
-            if (
-                scope["method"] == "GET"
-                and self.serve_models
-                and path in ("/v1/models", "/models", "/v1beta/models")
-            ):
-                await self._models(scope, send, path)
+            if scope["method"] == "GET" and self._lists_models(path):
+                admitted = await self._admit(scope, send, self._listing(scope, path))
+                if admitted is not None:
+                    await self._models(scope, admitted, path)
+                return
+        elif kind == "http" and scope["method"] == "OPTIONS" and _has_origin(scope):
+            # A CORS preflight for an LLM path: answered here, never by ``app``.
+            shape = self._shape(scope, self._local(scope))
+            if shape is not None:
+                await self._preflight(scope, send, shape)
                 return
         elif kind == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
@@ -205,17 +243,55 @@ class ProxaiMiddleware:
                     if not self.responses_websocket:
                         await websocket_responses.deny(scope, send)
                         return
-                    await websocket_responses.ResponsesSocket(self, scope, receive, send).run()
+                    if not self.origins.admit(scope)[0]:
+                        await websocket_responses.refuse(
+                            scope, send, 403, "origin_not_allowed", _ORIGIN_REFUSED
+                        )
+                        return
+                    await self.sockets.serve(self, scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+    async def _admit(self, scope: Scope, send: Send, shape: Codec) -> Send | None:
+        """``send`` for a request the origin check admits (with the CORS headers a
+        listed origin needs); None once a refused one has had its 403."""
+        allowed, cors = self.origins.admit(scope)
+        if not allowed:
+            err = ProxyError(403, _ORIGIN_REFUSED, kind="permission", code="origin_not_allowed")
+            await _json(send, 403, shape.encode_error(err))
+            return None
+        return send if cors is None else with_cors(send, cors)
+
+    async def _preflight(self, scope: Scope, send: Send, shape: Codec) -> None:
+        allowed, cors = self.origins.admit(scope)
+        if not allowed:
+            err = ProxyError(403, _ORIGIN_REFUSED, kind="permission", code="origin_not_allowed")
+            await _json(send, 403, shape.encode_error(err))
+            return
+        headers = [] if cors is None else preflight_headers(scope, cors)
+        await send({"type": "http.response.start", "status": 204, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    def _lists_models(self, path: str) -> bool:
+        return self.serve_models and path in ("/v1/models", "/models", "/v1beta/models")
+
+    def _listing(self, scope: Scope, path: str) -> Codec:
+        return model_listing(path, scope.get("headers", []), scope.get("query_string", b""))
+
+    def _shape(self, scope: Scope, path: str) -> Codec | None:
+        """The codec whose error shape an LLM path speaks; None for ``app``'s paths."""
+        for codec in self.codecs:
+            if codec.serves(path) is not None:
+                return codec
+        if stored_endpoints.parse_path(path) is not None:
+            return stored_endpoints.stateful_codec()
+        return self._listing(scope, path) if self._lists_models(path) else None
 
     async def _models(self, scope: Scope, send: Send, path: str) -> None:
         body = await endpoints.list_models(
             self, scope.get("headers", []), scope.get("query_string", b""), path
         )
-        headers = [JSON_HEADER, (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _json(send, 200, body)
 
     def open_upstream(
         self,
@@ -253,3 +329,13 @@ class ProxaiMiddleware:
         if self.lean is not None:
             await self.lean.aclose()
         await self.stored.aclose()
+
+
+def _has_origin(scope: Scope) -> bool:
+    return any(k == b"origin" for k, _ in scope.get("headers", ()))
+
+
+async def _json(send: Send, status: int, body: bytes) -> None:
+    headers = [JSON_HEADER, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

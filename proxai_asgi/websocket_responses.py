@@ -19,6 +19,12 @@ ones an HTTP client gets. Around that this module adds what only the socket has:
   response, without calling the upstream; its input still seeds the next turn.
 - an HTTP error becomes the wrapped error frame Codex maps back to an HTTP status:
   ``{"type": "error", "status": 400, "error": {...}}``.
+
+What a connection holds between turns is bounded (``SocketLimits``): the remembered
+response is kept as the JSON bytes of its items (about what the client sent and the
+model answered, not the decoded objects, which take ten to twenty times that), at most
+``max_history`` of them; an idle connection is closed; past ``max_connections`` open
+ones a handshake is refused with 503 (or closed with 1013, try again later).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -38,6 +45,8 @@ from .upstream import ASGIApp, Message, RawHeaders, Receive, Scope, Send
 logger = logging.getLogger("proxai_asgi")
 
 MAX_FRAME = 32 * 1024 * 1024  # the middleware's default body limit; the HTTP path rechecks
+DEFAULT_IDLE_TIMEOUT = 300.0  # seconds without a frame; Codex reconnects for its next turn
+DEFAULT_MAX_CONNECTIONS = 256
 _TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 # Handshake headers that describe the socket, not the request a frame stands for.
 _SOCKET_HEADERS = frozenset(
@@ -66,29 +75,89 @@ async def deny(scope: Scope, send: Send) -> None:
 
     Servers without the ASGI denial-response extension can only close the handshake
     (a 403), which Codex retries before falling back."""
+    message = "WebSockets are disabled on this proxy; use HTTP"
+    await refuse(scope, send, 426, "websockets_disabled", message)
+
+
+async def refuse(
+    scope: Scope,
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    close_code: int | None = None,
+    headers: RawHeaders | None = None,
+) -> None:
+    """Refuse the handshake with ``status`` and an OpenAI error body. Servers without
+    the ASGI denial-response extension get the socket closed before it opens (their
+    403) or, given ``close_code``, opened and closed with that code."""
     if "websocket.http.response" in scope.get("extensions", {}):
-        body = b'{"error":{"message":"WebSockets are disabled on this proxy; use HTTP",'
-        body += b'"type":"invalid_request_error","code":"websockets_disabled"}}'
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        error = {"message": message, "type": kind, "param": None, "code": code}
+        body = _enc.encode({"error": error})
+        head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        head += headers or []
+        await send({"type": "websocket.http.response.start", "status": status, "headers": head})
         await send({"type": "websocket.http.response.body", "body": body})
+    elif close_code is not None:
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": close_code, "reason": message[:120]})
     else:
         await send({"type": "websocket.close", "code": 1008})
+
+
+@dataclass
+class SocketLimits:
+    """What the middleware's Responses WebSockets may hold, and how many are open."""
+
+    idle_timeout: float | None
+    max_connections: int | None
+    max_history: int  # bytes of the remembered response's items
+    open: int = 0
+
+    async def serve(self, http_app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.max_connections is not None and self.open >= self.max_connections:
+            message = f"this proxy has {self.open} Responses WebSockets open; retry shortly"
+            await refuse(
+                scope,
+                send,
+                503,
+                "too_many_connections",
+                message,
+                close_code=1013,  # try again later
+                headers=[(b"retry-after", b"1")],
+            )
+            return
+        self.open += 1  # no await since the check: no other connection in between
+        try:
+            await ResponsesSocket(http_app, scope, receive, send, self).run()
+        finally:
+            self.open -= 1
 
 
 class ResponsesSocket:
     """One accepted connection: frames in, one response at a time, events out."""
 
-    def __init__(self, http_app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(
+        self,
+        http_app: ASGIApp,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        limits: SocketLimits | None = None,
+    ) -> None:
         self.http_app = http_app
         self.scope = scope
         self.receive = receive
         self._send = send
+        self.limits = limits or SocketLimits(DEFAULT_IDLE_TIMEOUT, None, MAX_FRAME)
         self.closed = anyio.Event()
         # The connection's one remembered response: its id, and the full input and
-        # output a ``previous_response_id`` naming it continues.
+        # output a ``previous_response_id`` naming it continues, as the JSON bytes of
+        # one array (None: more than ``max_history`` bytes, not kept).
         self.last_id: str | None = None
-        self.last_items: list[Any] = []
+        self.last_items: bytes | None = b"[]"
         # The stored response the last one continued (the HTTP path expands it), if any.
         self.last_base: str | None = None
 
@@ -98,15 +167,24 @@ class ResponsesSocket:
             return
         await self._send({"type": "websocket.accept"})
         frames_in, frames_out = anyio.create_memory_object_stream[str | None](16)
+        reason = ""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._read, frames_in)
             async with frames_out:
-                async for text in frames_out:
+                while True:
+                    with anyio.move_on_after(_forever(self.limits.idle_timeout)) as idle:
+                        try:
+                            text = await frames_out.receive()
+                        except anyio.EndOfStream:
+                            break
+                    if idle.cancelled_caught:
+                        reason = "idle timeout"  # nothing asked for that long
+                        break
                     await self._handle(text)
             tg.cancel_scope.cancel()
         if not self.closed.is_set():
             with contextlib.suppress(Exception):
-                await self._send({"type": "websocket.close", "code": 1000})
+                await self._send({"type": "websocket.close", "code": 1000, "reason": reason})
 
     async def _read(self, frames: anyio.abc.ObjectSendStream[str | None]) -> None:
         async with frames:
@@ -134,18 +212,21 @@ class ResponsesSocket:
         try:
             if text is None:
                 raise FrameError(400, "binary frames are not accepted", "invalid_frame")
-            body = self._request_body(text)
-            if body is None:
+            request = self._request_body(text)
+            if request is None:
                 return  # a notice that needs no answer
+            body, items = request
             if body.pop("generate", True) is False:
-                await self._warm_up(body)
+                await self._warm_up(body, items)
             else:
-                await self._generate(body)
+                await self._generate(body, items)
         except FrameError as err:
             error = _error(err.message, err.code, err.param)
             await self._text(error_frame(err.status, error))
 
-    def _request_body(self, text: str) -> dict[str, Any] | None:
+    def _request_body(self, text: str) -> tuple[dict[str, Any], bytes] | None:
+        """The frame as the body of a streamed POST, and its whole input as JSON bytes
+        (the body holds them raw, so they are not decoded again here)."""
         if len(text) > MAX_FRAME:
             raise FrameError(413, f"frame exceeds {MAX_FRAME} bytes", "request_too_large")
         try:
@@ -164,21 +245,33 @@ class ResponsesSocket:
                 "invalid_type",
                 "type",
             )
-        new_input = _items(frame.get("input"))
+        items = _enc.encode(_items(frame.get("input")))
         previous = frame.get("previous_response_id")
         if previous is not None and previous == self.last_id:
-            new_input = [*self.last_items, *new_input]
+            if self.last_items is None:
+                raise FrameError(
+                    413,
+                    f"the conversation on this connection exceeds {self.limits.max_history} "
+                    "bytes; send it whole on a new connection",
+                    "request_too_large",
+                    "previous_response_id",
+                )
+            items = _concat(self.last_items, items)
             if self.last_base is None:
                 del frame["previous_response_id"]
             else:  # the last response continued a stored one: so does this
                 frame["previous_response_id"] = self.last_base
         # Any other previous_response_id is left to the HTTP path: a stored response
         # (this proxy's store, or a Responses upstream's) or its 400.
-        frame["input"] = new_input
+        frame["input"] = msgspec.Raw(items)
         frame["stream"] = True
-        return frame
+        return frame, items
 
-    async def _warm_up(self, body: dict[str, Any]) -> None:
+    def _remember(self, response_id: str, items: bytes, base: Any) -> None:
+        self.last_id, self.last_base = response_id, base
+        self.last_items = items if len(items) <= self.limits.max_history else None
+
+    async def _warm_up(self, body: dict[str, Any], items: bytes) -> None:
         response_id = "resp_" + ids.random_hex(16)
         shell: dict[str, Any] = {
             "id": response_id,
@@ -193,10 +286,9 @@ class ResponsesSocket:
         ):
             event = {"type": kind, "sequence_number": n, "response": {**shell, "status": status}}
             await self._text(_enc.encode(event).decode())
-        self.last_id, self.last_items = response_id, list(body["input"])
-        self.last_base = body.get("previous_response_id")
+        self._remember(response_id, items, body.get("previous_response_id"))
 
-    async def _generate(self, body: dict[str, Any]) -> None:
+    async def _generate(self, body: dict[str, Any], items: bytes) -> None:
         data = _enc.encode(body)
         relay = _Relay(self)
         sent = False
@@ -212,9 +304,8 @@ class ResponsesSocket:
         await self.http_app(self._http_scope(len(data)), receive, relay.send)
         await relay.finish()
         if relay.response_id is not None:
-            self.last_id = relay.response_id
-            self.last_items = [*body["input"], *relay.output]
-            self.last_base = body.get("previous_response_id")
+            items = _concat(items, _enc.encode(relay.output))
+            self._remember(relay.response_id, items, body.get("previous_response_id"))
 
     def _http_scope(self, length: int) -> Scope:
         headers: RawHeaders = [
@@ -310,6 +401,19 @@ def _items(value: Any) -> list[Any]:
     if isinstance(value, list):
         return value
     raise FrameError(400, "input must be a string or a list of items", "invalid_type", "input")
+
+
+def _concat(first: bytes, second: bytes) -> bytes:
+    """Two JSON arrays (as msgspec encodes them: no spaces) as one."""
+    if first == b"[]":
+        return second
+    if second == b"[]":
+        return first
+    return first[:-1] + b"," + second[1:]
+
+
+def _forever(timeout: float | None) -> float:
+    return float("inf") if timeout is None else timeout
 
 
 def _error(message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
