@@ -29,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import sys
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
+from .bounded_cache import BoundedCache
 from .errors import ProxyError
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .http1_head import Hangup, Head, Malformed, Sent, Unsendable, read_head, write_request
@@ -192,6 +194,14 @@ def _parse_target(url: str) -> _Target | None:
     )
 
 
+_UNPARSED: Any = object()
+
+
+def _target_size(url: str, target: _Target | None) -> int:
+    """The URL, and its parts held as bytes."""
+    return 2 * sys.getsizeof(url)
+
+
 class Http1Pool:
     """Keep-alive HTTP/1.1 connections to HTTP and HTTPS upstreams.
 
@@ -206,7 +216,10 @@ class Http1Pool:
         self._idle: dict[_PoolKey, list[_Conn]] = {}
         self._n_idle = 0
         self._draining: set[_Conn] = set()  # read to their end in the background
-        self._targets: dict[str, _Target | None] = {}
+        # URLs that name models (Gemini's path), so the client's: bounded by bytes.
+        self._targets: BoundedCache[str, _Target | None] = BoundedCache(
+            max_bytes=1 << 20, max_entries=4096, max_item_bytes=16 << 10, size=_target_size
+        )
         self.in_flight = 0  # requests holding a connection (for tests and metrics)
 
     # ---------------------------------------------------------------- routing
@@ -223,11 +236,13 @@ class Http1Pool:
         return True
 
     def _target(self, url: str) -> _Target | None:
-        if url not in self._targets:
-            if len(self._targets) >= 4096:  # URLs that name models: keep it bounded
-                self._targets.clear()
-            self._targets[url] = _parse_target(url)
-        return self._targets[url]
+        target = self._targets.recent(url, _UNPARSED)
+        if target is _UNPARSED:
+            target = self._targets.get(url, _UNPARSED)
+            if target is _UNPARSED:
+                target = _parse_target(url)
+                self._targets.put(url, target)
+        return target
 
     # ---------------------------------------------------------------- requests
 
