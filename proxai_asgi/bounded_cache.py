@@ -222,6 +222,11 @@ class BoundedCache(Generic[_K, _V]):
     def __len__(self) -> int:
         return len(self._young) + len(self._old)
 
+    def items(self) -> list[tuple[_K, _V]]:
+        """Its entries, least recently used first (a copy)."""
+        with self._lock:
+            return [*self._old.items(), *self._young.items()]
+
     @property
     def nbytes(self) -> int:
         """The bytes its entries count for (never more than ``max_bytes``)."""
