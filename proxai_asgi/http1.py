@@ -35,13 +35,12 @@ import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from .bounded_cache import BoundedCache
 from .errors import ProxyError
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .http1_head import Hangup, Head, Malformed, Sent, Unsendable, read_head, write_request
-from .routing import Upstream
+from .routing import Upstream, split_url
 from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
 
@@ -174,7 +173,7 @@ def _parse_target(url: str) -> _Target | None:
     """Where the pool connects for ``url`` (host, port, request target, Host header,
     TLS), or None when it is not the pool's: another scheme, credentials in the URL,
     or an environment proxy that applies to the host (httpx handles those)."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     scheme = parts.scheme
     if scheme not in ("http", "https") or not parts.hostname or parts.username:
         return None

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai_asgi import canonical as c
 from proxai_asgi import bounded_cache, tokens, tool_schemas
+from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
