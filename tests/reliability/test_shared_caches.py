@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import sys
 import threading
 import tracemalloc
@@ -146,10 +147,12 @@ def _tools(client: ProtocolName, tenant: int) -> list[dict[str, Any]]:
     return [{"functionDeclarations": out}] if client == G else out
 
 
-def _calls(tenant: int, count: int, id_length: int = 0) -> list[tuple[str, dict[str, Any]]]:
+def _calls(
+    tenant: int, count: int, id_length: int = 0, salt: str = ""
+) -> list[tuple[str, dict[str, Any]]]:
     """A tenant's calls: ids alike in size for both tenants (and ``:``, which Anthropic
     refuses, so that they are cleaned), arguments alike in size."""
-    pad = "x" * id_length
+    pad = salt + "x" * id_length
     return [
         (f"call:{tenant}{k}{pad}", {"path": f"/home/tenant{tenant}/f{k}"}) for k in range(count)
     ]
@@ -255,8 +258,9 @@ def test_long_call_ids_are_not_all_kept(transport: str, stream: bool) -> None:
     with _proxy(transport, A, Canned(record=False).load()) as app:
         loop, client, send_body = _run(app, C, stream)
         try:
+            salt = os.urandom(8).hex()  # (ids no earlier test sent)
             held = _held_after(
-                lambda i: send_body(_body(C, 0, "go", _calls(0, 1, 64_000 + i))), 24
+                lambda i: send_body(_body(C, 0, "go", _calls(0, 1, 64_000 + i, salt))), 24
             )
         finally:
             loop.run_until_complete(client.aclose())
@@ -270,7 +274,8 @@ def test_long_call_ids_are_not_all_kept(transport: str, stream: bool) -> None:
 def test_tool_sets_with_long_names_are_not_all_noted(transport: str) -> None:
     """Tool sets toward Anthropic are noted by their size and end names on a first
     sighting: those names were kept uncounted (512 notes of any size)."""
-    names = ("n" * 100_000, "m" * 100_000)
+    salt = os.urandom(8).hex()  # (names no earlier test sent)
+    names = (salt + "n" * 600_000, salt + "m" * 600_000)
 
     def tools(i: int) -> list[dict[str, Any]]:
         return [
@@ -281,13 +286,13 @@ def test_tool_sets_with_long_names_are_not_all_noted(transport: str) -> None:
     with _proxy(transport, A, Canned(record=False).load()) as app:
         loop, client, send_body = _run(app, C, False)
         try:
-            held = _held_after(lambda i: send_body(_body(C, 0, "go", [], tools(i))), 24)
+            held = _held_after(lambda i: send_body(_body(C, 0, "go", [], tools(i))), 8)
         finally:
             loop.run_until_complete(client.aclose())
             loop.close()
-    # (24 sets of 200 KB of names: 4.8 MB noted before; the names' notes are bounded at
-    # 4 MB, a generation at 2 MB)
-    assert held < (2 << 20) + _MARGIN, held
+    # (8 sets of 1.2 MB of names: 9.6 MB noted before; the notes and Chat's tool sets
+    # keep no entry over 1 MB)
+    assert held < _MARGIN, held
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -295,16 +300,18 @@ def test_long_model_names_in_a_gemini_url_are_not_all_kept(transport: str) -> No
     """A Gemini upstream's URL (or the wrapped app's path) names the client's model:
     the lean pool kept each URL (4096 of any size), and ``urlsplit``'s own cache the
     last 128 it split, for both transports."""
+    salt = os.urandom(8).hex()  # (models no earlier test sent)
     with _proxy(transport, G, Canned(record=False).load()) as app:
         loop, client, send_body = _run(app, C, False)
         try:
             held = _held_after(
-                lambda i: send_body(_body(C, 0, "go", [], model=f"m{i}-" + "x" * 60_000)), 24
+                lambda i: send_body(_body(C, 0, "go", [], model=f"{salt}{i}-" + "x" * 60_000)),
+                40,
             )
         finally:
             loop.run_until_complete(client.aclose())
             loop.close()
-    assert held < _MARGIN, held  # (24 URLs of 60 KB, held twice: 2.9 MB before)
+    assert held < _MARGIN, held  # (40 URLs of 60 KB, held once or twice before)
 
 
 # ---------------------------------------------------- tenants never share an entry
