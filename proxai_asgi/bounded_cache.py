@@ -99,6 +99,8 @@ class BoundedCache(Generic[_K, _V]):
         max_item_bytes: int | None = None,
         size: Callable[[_K, _V], int] = _sizes,
     ) -> None:
+        if max_entries < 2 or max_bytes < 2:
+            raise ValueError("a BoundedCache holds two generations: bounds of 2 at least")
         self.max_bytes = max_bytes
         self.max_entries = max_entries
         # (each generation holds half: an entry must fit in one)
@@ -203,7 +205,7 @@ class BoundedCache(Generic[_K, _V]):
         young = self._young
         if (
             self._young_bytes + size > self.max_bytes // 2
-            or len(young) >= max(self.max_entries // 2, 1)
+            or len(young) >= self.max_entries // 2
         ):
             self._old, self._old_bytes = young, self._young_bytes
             young = self._young = {}
