@@ -4,8 +4,6 @@ thread-safe; and every table of the process is one and stays within its bytes.""
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +16,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi import ids, json_objects, sse, tool_schemas
 from proxai_asgi.bounded_cache import ENTRY_OVERHEAD, BoundedCache, clear_all
 from proxai_asgi.http1 import Http1Pool
+from tests.helpers.races import race
 
 
 def _recount(cache: BoundedCache[Any, Any]) -> int:
@@ -122,16 +121,7 @@ def test_threads_only_ever_find_the_value_made_of_their_key() -> None:
             if found is not None and found != key[::-1]:
                 failures.append(f"{key[:8]} -> {found[:8]}")
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-    finally:
-        sys.setswitchinterval(interval)
+    race(work, 4)
     assert not failures, failures[:5]
     assert cache.nbytes == _recount(cache) <= 40_000
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from typing import Any
 
 import msgspec
@@ -20,6 +19,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
+from tests.helpers.races import race
 from tests.helpers.schemas import plain_request
 
 A: ProtocolName = "anthropic_messages"
@@ -182,16 +182,7 @@ def test_a_set_seen_again_by_two_threads_at_once_raises_nothing() -> None:
             except Exception as exc:  # the failure this test is about
                 failures.append(repr(exc))
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-    finally:
-        sys.setswitchinterval(interval)
+    race(lambda n: work(), 4)
     assert not failures, failures[:3]
     lookup.put(keys[0], [c.Tool(name="f")])
     lookup.put(keys[0], [c.Tool(name="f")])

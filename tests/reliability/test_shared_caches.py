@@ -16,8 +16,6 @@ import asyncio
 import gc
 import json
 import os
-import sys
-import threading
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,8 +26,8 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.codec import ProtocolName
-from proxai_asgi.upstream import Receive, Scope, Send
-from tests.helpers.servers import Reply, reply_from_capture, serve
+from tests.helpers.races import race
+from tests.helpers.servers import FakeUpstream, Reply, Seen, reply_from_capture, serve
 
 A: ProtocolName = "anthropic_messages"
 C: ProtocolName = "openai_chat_completions"
@@ -43,47 +41,35 @@ async def _inner_404(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-class Canned:
+class _Unrecorded(list[Seen]):
+    """A fake upstream's record that keeps nothing: the byte tests measure what the
+    proxy keeps, not what the fake does."""
+
+    def append(self, seen: Seen) -> None:
+        pass
+
+
+def _canned(*, record: bool) -> FakeUpstream:
     """An Anthropic or Gemini upstream answering every request with a recorded reply
-    (streamed when asked); records the bodies it receives when ``record``."""
+    (streamed when asked); records every request only when ``record``."""
+    replies = {
+        (gemini, stream): reply_from_capture(
+            f"{'gemini' if gemini else 'anthropic'}_{'sse' if stream else 'json'}_text_basic"
+        )
+        for gemini in (False, True)
+        for stream in (False, True)
+    }
 
-    def __init__(self, *, record: bool) -> None:
-        self.replies: dict[tuple[bool, bool], Reply] = {}
-        self.bodies: list[bytes] | None = [] if record else None
-        self.lock = threading.Lock()
+    def pick(seen: Seen) -> Reply:
+        stream = ":streamGenerateContent" in seen.path or b'"stream":true' in seen.body
+        return replies[("models/" in seen.path, stream)]
 
-    def load(self) -> Canned:
-        for gemini in (False, True):
-            for stream in (False, True):
-                name = f"{'gemini' if gemini else 'anthropic'}_{'sse' if stream else 'json'}"
-                self.replies[(gemini, stream)] = reply_from_capture(f"{name}_text_basic")
-        return self
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if self.bodies is not None:
-            with self.lock:
-                self.bodies.append(body)
-        gemini = "models/" in scope["path"]
-        stream = ":streamGenerateContent" in scope["path"] or b'"stream":true' in body
-        reply = self.replies[(gemini, stream)]
-        headers = [(k.lower().encode(), v.encode()) for k, v in reply.headers]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for chunk in reply.chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+    return FakeUpstream([pick], seen=[] if record else _Unrecorded())
 
 
 @contextmanager
 def _proxies(
-    transport: str, upstream: ProtocolName, canned: Canned
+    transport: str, upstream: ProtocolName, canned: FakeUpstream
 ) -> Iterator[Callable[[], ProxaiMiddleware]]:
     """Middlewares in front of ``canned``: over HTTP (the lean pool) or wrapping it."""
     if transport == "inner":
@@ -94,7 +80,9 @@ def _proxies(
 
 
 @contextmanager
-def _proxy(transport: str, upstream: ProtocolName, canned: Canned) -> Iterator[ProxaiMiddleware]:
+def _proxy(
+    transport: str, upstream: ProtocolName, canned: FakeUpstream
+) -> Iterator[ProxaiMiddleware]:
     with _proxies(transport, upstream, canned) as make:
         yield make()
 
@@ -218,35 +206,46 @@ def _body(
 # ------------------------------------------------------------------ bytes bounds
 
 
-def _held_after(send: Any, count: int) -> int:
-    """The bytes the process still holds after ``count`` calls of ``send(i)`` (each
-    request dropped), beyond what it held after the first."""
-    send(0)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for i in range(1, count + 1):
-            send(i)
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-
-
-# What the process may keep of these requests: the tables' own bounds (the look-ups a
-# request of the kind fills), plus a margin for what the run itself allocates.
-_MARGIN = 1 << 20
-
-
-def _run(app: ProxaiMiddleware, protocol: ProtocolName, stream: bool) -> Any:
+@contextmanager
+def _sender(
+    app: ProxaiMiddleware, protocol: ProtocolName, stream: bool
+) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Posts a ``protocol`` client's bodies to ``app``, one at a time, on a loop of its own."""
     loop = asyncio.new_event_loop()
     client = _client(app)
+    try:
+        yield lambda body: loop.run_until_complete(_post(client, protocol, body, stream))
+    finally:
+        loop.run_until_complete(client.aclose())
+        loop.close()
 
-    def send(body: dict[str, Any]) -> None:
-        loop.run_until_complete(_post(client, protocol, body, stream))
 
-    return loop, client, send
+def _held(
+    transport: str,
+    upstream: ProtocolName,
+    body_of: Callable[[int], dict[str, Any]],
+    count: int,
+    stream: bool = False,
+) -> int:
+    """The bytes the process still holds after a Chat client's ``count`` requests
+    ``body_of(i)`` (each dropped), beyond what it held after the first."""
+    with _proxy(transport, upstream, _canned(record=False)) as app, _sender(app, C, stream) as send:
+        send(body_of(0))
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(1, count + 1):
+                send(body_of(i))
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+
+
+# What the process may keep of these requests beyond the tables' bounds, which keep no
+# entry of their size: what the run itself allocates.
+_MARGIN = 1 << 20
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -255,16 +254,8 @@ def test_long_call_ids_are_not_all_kept(transport: str, stream: bool) -> None:
     """A Chat client's long call ids toward Anthropic (cleaned, as Anthropic takes
     them): the call-id tables kept each one (key and cleaned copy, twice over), 4096
     of them whatever their size."""
-    with _proxy(transport, A, Canned(record=False).load()) as app:
-        loop, client, send_body = _run(app, C, stream)
-        try:
-            salt = os.urandom(8).hex()  # (ids no earlier test sent)
-            held = _held_after(
-                lambda i: send_body(_body(C, 0, "go", _calls(0, 1, 64_000 + i, salt))), 24
-            )
-        finally:
-            loop.run_until_complete(client.aclose())
-            loop.close()
+    salt = os.urandom(8).hex()  # (ids no earlier test sent)
+    held = _held(transport, A, lambda i: _body(C, 0, "go", _calls(0, 1, 64_000 + i, salt)), 24)
     # (24 ids of 64 KB: 3 MB held twice before; the safe-id table is bounded at 2 MB and
     # keeps no id over 1 KB)
     assert held < _MARGIN, held
@@ -283,13 +274,7 @@ def test_tool_sets_with_long_names_are_not_all_noted(transport: str) -> None:
             for name in names
         ]
 
-    with _proxy(transport, A, Canned(record=False).load()) as app:
-        loop, client, send_body = _run(app, C, False)
-        try:
-            held = _held_after(lambda i: send_body(_body(C, 0, "go", [], tools(i))), 8)
-        finally:
-            loop.run_until_complete(client.aclose())
-            loop.close()
+    held = _held(transport, A, lambda i: _body(C, 0, "go", [], tools(i)), 8)
     # (8 sets of 1.2 MB of names: 9.6 MB noted before; the notes and Chat's tool sets
     # keep no entry over 1 MB)
     assert held < _MARGIN, held
@@ -301,16 +286,8 @@ def test_long_model_names_in_a_gemini_url_are_not_all_kept(transport: str) -> No
     the lean pool kept each URL (4096 of any size), and ``urlsplit``'s own cache the
     last 128 it split, for both transports."""
     salt = os.urandom(8).hex()  # (models no earlier test sent)
-    with _proxy(transport, G, Canned(record=False).load()) as app:
-        loop, client, send_body = _run(app, C, False)
-        try:
-            held = _held_after(
-                lambda i: send_body(_body(C, 0, "go", [], model=f"{salt}{i}-" + "x" * 60_000)),
-                40,
-            )
-        finally:
-            loop.run_until_complete(client.aclose())
-            loop.close()
+    model = f"{salt}-" + "x" * 60_000
+    held = _held(transport, G, lambda i: _body(C, 0, "go", [], model=f"{i}{model}"), 40)
     assert held < _MARGIN, held  # (40 URLs of 60 KB, held once or twice before)
 
 
@@ -338,24 +315,19 @@ def test_concurrent_tenants_never_receive_each_others_entries(
 ) -> None:
     from proxai_asgi import bounded_cache
 
-    canned = Canned(record=True).load()
-    assert canned.bodies is not None
+    canned = _canned(record=True)
     alone: dict[tuple[int, int], bytes] = {}
     with _proxies(transport, upstream, canned) as make:
-        loop, http, send = _run(make(), client, stream)
-        try:
+        with _sender(make(), client, stream) as send:
             for tenant, count in VARIANTS:  # each alone, from empty tables and again
                 bounded_cache.clear_all()
                 for _ in range(3):
                     send(_variant_body(client, tenant, count))
-                first, *again = canned.bodies[-3:]
+                first, *again = [seen.body for seen in canned.seen[-3:]]
                 assert again == [first, first]
                 alone[(tenant, count)] = first
-        finally:
-            loop.run_until_complete(http.aclose())
-            loop.close()
         assert len(set(alone.values())) == len(VARIANTS)
-        canned.bodies.clear()
+        canned.seen.clear()
         bounded_cache.clear_all()
         failures: list[str] = []
 
@@ -376,17 +348,8 @@ def test_concurrent_tenants_never_receive_each_others_entries(
             except Exception as exc:
                 failures.append(repr(exc))
 
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)  # threads switch every few bytecodes: races show
-        try:
-            threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(120)
-        finally:
-            sys.setswitchinterval(interval)
+        race(work, 3, timeout=120)
     assert not failures, failures[:3]
-    assert len(canned.bodies) == 3 * 24
-    for body in canned.bodies:
-        assert body == alone[_which(body)], _which(body)
+    assert len(canned.seen) == 3 * 24
+    for seen in canned.seen:
+        assert seen.body == alone[_which(seen.body)], _which(seen.body)

@@ -8,7 +8,6 @@ content, bounded, and holds bytes of its own."""
 from __future__ import annotations
 
 import sys
-import threading
 from typing import Any
 
 import msgspec
@@ -21,6 +20,7 @@ from proxai_asgi import tool_schemas
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import cache_breakpoints, request
+from tests.helpers.races import race
 
 _SCHEMAS = st.sampled_from(
     [
@@ -286,16 +286,7 @@ def test_threads_translating_alike_sets_at_once_each_send_their_own_tools() -> N
             if outcome[0] != "body" or f"/home/{k}".encode() not in outcome[1]:
                 failures.append(f"set {k}: {outcome[:2]!r}")
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads switch every few bytecodes: the races show
-    try:
-        for _ in range(3):  # bounded: three rounds from an empty look-up
-            tool_schemas.forget()
-            threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-    finally:
-        sys.setswitchinterval(interval)
+    for _ in range(3):  # bounded: three rounds from an empty look-up
+        tool_schemas.forget()
+        race(work, 6)
     assert not failures, failures[:5]
