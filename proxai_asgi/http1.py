@@ -30,17 +30,18 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import sys
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import cast
-from urllib.parse import urlsplit
+from typing import Any, cast
 
+from .bounded_cache import BoundedCache
 from .errors import ProxyError
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .http1_head import Hangup, Head, Malformed, Sent, Unsendable, read_head, write_request
-from .routing import Upstream
+from .routing import Upstream, split_url
 from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
 
@@ -188,7 +189,7 @@ def _parse_target(url: str) -> _Target | None:
     """Where the pool connects for ``url`` (host, port, request target, Host header,
     TLS), or None when it is not the pool's: another scheme, credentials in the URL,
     or an environment proxy that applies to the host (httpx handles those)."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     scheme = parts.scheme
     if scheme not in ("http", "https") or not parts.hostname or parts.username:
         return None
@@ -208,6 +209,14 @@ def _parse_target(url: str) -> _Target | None:
     )
 
 
+_UNPARSED: Any = object()
+
+
+def _target_size(url: str, target: _Target | None) -> int:
+    """The URL, and its parts held as bytes."""
+    return 2 * sys.getsizeof(url)
+
+
 class Http1Pool:
     """Keep-alive HTTP/1.1 connections to HTTP and HTTPS upstreams.
 
@@ -225,7 +234,10 @@ class Http1Pool:
         self._idle: dict[_PoolKey, list[_Conn]] = {}
         self._n_idle = 0
         self._draining: set[_Conn] = set()  # read to their end in the background
-        self._targets: dict[str, _Target | None] = {}
+        # URLs that name models (Gemini's path), so the client's: bounded by bytes.
+        self._targets: BoundedCache[str, _Target | None] = BoundedCache(
+            max_bytes=1 << 20, max_entries=4096, max_item_bytes=16 << 10, size=_target_size
+        )
         self.in_flight = 0  # requests holding a connection (for tests and metrics)
 
     # ---------------------------------------------------------------- routing
@@ -242,11 +254,13 @@ class Http1Pool:
         return True
 
     def _target(self, url: str) -> _Target | None:
-        if url not in self._targets:
-            if len(self._targets) >= 4096:  # URLs that name models: keep it bounded
-                self._targets.clear()
-            self._targets[url] = _parse_target(url)
-        return self._targets[url]
+        target = self._targets.recent(url, _UNPARSED)
+        if target is _UNPARSED:
+            target = self._targets.get(url, _UNPARSED)
+            if target is _UNPARSED:
+                target = _parse_target(url)
+                self._targets.put(url, target)
+        return target
 
     # ---------------------------------------------------------------- requests
 

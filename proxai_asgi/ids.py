@@ -3,9 +3,10 @@ with these helpers, in streamed and non-streamed answers alike, so both agree.""
 
 from __future__ import annotations
 
-import functools
 import os
 import re
+
+from .bounded_cache import BoundedCache
 
 # Prefixes the three APIs put on response ids; stripped before re-prefixing.
 _KNOWN = ("chatcmpl-", "chatcmpl_", "resp_", "msg_")
@@ -38,16 +39,26 @@ def item_id(prefix: str, upstream_id: str, n: int) -> str:
     return f"{prefix}{base_id(upstream_id)}_{n}"
 
 
+# Call ids as ``safe_tool_id`` cleans them, by their exact text: an agent loop resends
+# every earlier call id (twice: the call and its result) on each turn, and a regex per
+# id was a quarter of the Anthropic encoder's ``_messages_out``. Ids are the client's
+# (any length): bounded by bytes, a long one is cleaned every time.
+SAFE_IDS: BoundedCache[str, str] = BoundedCache(
+    max_bytes=2 << 20, max_entries=16384, max_item_bytes=1024
+)
+
+
 def safe_tool_id(call_id: str, fallback: str) -> str:
     """Anthropic tool ids must match ``^[a-zA-Z0-9_-]+$``."""
-    return _cleaned(call_id) or fallback
+    return SAFE_IDS.recent(call_id) or _cleaned(call_id) or fallback
 
 
-@functools.lru_cache(maxsize=4096)
 def _cleaned(call_id: str) -> str:
-    # Cached: an agent loop resends every earlier call id (twice: the call and its
-    # result) on each turn, and a regex per id was a quarter of `_messages_out`.
-    return _UNSAFE.sub("_", call_id)
+    safe = SAFE_IDS.get(call_id)
+    if safe is None:
+        safe = _UNSAFE.sub("_", call_id)
+        SAFE_IDS.put(call_id, safe)
+    return safe
 
 
 # OpenAI caps ``safety_identifier`` and ``user`` at 128 characters.

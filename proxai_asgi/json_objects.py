@@ -7,8 +7,11 @@ into the body again is paid for every call of every turn. ``RAW_OBJECTS`` maps t
 text to ``encode(decode(arguments))`` as a ``msgspec.Raw`` (the same bytes the object
 gives when encoded), which both encoders put in the body as it is.
 
-Keyed by content, bounded (short arguments only, cleared when full), and holding only
-bytes of its own, never a view into a request body.
+Each table is a ``bounded_cache.BoundedCache`` (keyed by the exact text or bytes,
+bounded by bytes and count, thread-safe; short arguments only), holding only bytes of
+its own, never a view into a request body. A hot path looks in its young generation
+(``recent``); on a miss, ``arguments`` and the codecs' slow paths look in the whole
+table before converting.
 
 A conversation this process has not seen would pay for filling the tables on every call
 (a key copied, looked up, put: ~0.4 µs a call over the conversion itself). So a codec
@@ -19,13 +22,18 @@ first key is noted, and the request converts its calls as it did before the tabl
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 import msgspec
 
-RAW_OBJECTS: dict[str, msgspec.Raw] = {}
-RAW_OBJECTS_MAX = 2048
+from .bounded_cache import BoundedCache
+
+RAW_OBJECTS_MAX, RAW_OBJECTS_MAX_BYTES = 4096, 4 << 20
 RAW_OBJECT_MAX_CHARS = 512
+RAW_OBJECTS: BoundedCache[str, msgspec.Raw] = BoundedCache(
+    max_bytes=RAW_OBJECTS_MAX_BYTES, max_entries=RAW_OBJECTS_MAX
+)
 
 _encode = msgspec.json.Encoder().encode
 
@@ -35,18 +43,18 @@ def remember(arguments: str, value: dict[str, Any]) -> msgspec.Raw:
     remembered for ``arguments`` when they are short."""
     raw = msgspec.Raw(_encode(value))
     if len(arguments) <= RAW_OBJECT_MAX_CHARS:
-        if len(RAW_OBJECTS) >= RAW_OBJECTS_MAX:
-            RAW_OBJECTS.clear()
-        RAW_OBJECTS[arguments] = raw
+        RAW_OBJECTS.put(arguments, raw)
     return raw
 
 
 # The other way: a call's object as a client wrote it (kept raw by the decoder) as
 # canonical arguments, the text ``encode(decode(raw))``. Keyed by a copy of the bytes
 # (never a view into the body); bounded as above.
-ARGUMENTS: dict[bytes, str] = {}
-ARGUMENTS_MAX = 2048
+ARGUMENTS_MAX, ARGUMENTS_MAX_BYTES = 4096, 4 << 20
 ARGUMENT_MAX_BYTES = 512
+ARGUMENTS: BoundedCache[bytes, str] = BoundedCache(
+    max_bytes=ARGUMENTS_MAX_BYTES, max_entries=ARGUMENTS_MAX
+)
 
 _decode = msgspec.json.Decoder().decode
 
@@ -54,32 +62,28 @@ _decode = msgspec.json.Decoder().decode
 def arguments(raw: bytes) -> str:
     """``raw`` (the JSON text of an object) as canonical arguments, remembered when
     short."""
-    text = _encode(_decode(raw)).decode()
-    if len(raw) <= ARGUMENT_MAX_BYTES:
-        if len(ARGUMENTS) >= ARGUMENTS_MAX:
-            ARGUMENTS.clear()
-        ARGUMENTS[raw] = text
+    text = ARGUMENTS.get(raw)
+    if text is None:
+        text = _encode(_decode(raw)).decode()
+        if len(raw) <= ARGUMENT_MAX_BYTES:
+            ARGUMENTS.put(raw, text)
     return text
 
 
 # First calls seen once (``kept``): bounded as the tables.
-_SEEN: set[str | bytes] = set()
-SEEN_MAX = 2048
+SEEN_MAX, SEEN_MAX_BYTES = 4096, 2 << 20
+_SEEN: BoundedCache[str | bytes, None] = BoundedCache(
+    max_bytes=SEEN_MAX_BYTES, max_entries=SEEN_MAX
+)
 
 
-def kept(key: str | bytes, table: dict[Any, Any], max_size: int) -> bool:
+def kept(key: str | bytes, table: Container[Any], max_size: int) -> bool:
     """Whether a request whose first call has ``key`` (the key of its ``table``, whose
     entries are at most ``max_size`` long) uses the table: it holds the key, the key was
     seen before (and is no longer noted), or it is too long to keep; else it is noted."""
     if key in table or len(key) > max_size:
         return True
-    if key in _SEEN:
-        _SEEN.discard(key)
-        return True
-    if len(_SEEN) >= SEEN_MAX:
-        _SEEN.clear()
-    _SEEN.add(key)
-    return False
+    return _SEEN.seen_before(key)
 
 
 def forget() -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from .codec import PROTOCOLS, PathCall, ProtocolName
 from .settings import UpstreamOptions
+
+# ``urlsplit`` keeps its last 128 results (an ``lru_cache`` keyed by the URL, of any
+# size); these URLs name the client's model, so they are split without it (the lean
+# pool keeps its own, bounded by bytes: ``bounded_cache``).
+split_url: Callable[[str], SplitResult] = getattr(urlsplit, "__wrapped__", urlsplit)
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ class Upstream(UpstreamOptions):
 
         if self.inner_path:
             return self.inner_path, b""
-        parts = urlsplit(get_codec(self.protocol).inner_path(call))
+        parts = split_url(get_codec(self.protocol).inner_path(call))
         return parts.path, parts.query.encode()
 
 

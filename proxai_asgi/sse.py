@@ -23,21 +23,26 @@ import re
 
 import msgspec
 
+from .bounded_cache import BoundedCache
+
 _CR = 0x0D  # tested as an int: ``b"\r" in buf`` costs ~150 ns more than ``13 in buf``
 _COLON = 0x3A
 _LONE_CR = re.compile(b"\r(?!\n)")  # a CR that is a line end by itself
 
 
 # ``event: `` lines seen, and their names: a stream repeats a handful of them, and a
-# lookup costs less than slicing and decoding each (bounded: names are the upstream's).
-_NAMES: dict[bytes, str] = {}
-_MAX_NAMES = 256
+# look-up costs less than slicing and decoding each (bounded by bytes: the names are
+# the upstream's; a hit is in the young generation, ``recent``).
+_NAMES: BoundedCache[bytes, str] = BoundedCache(
+    max_bytes=256 << 10, max_entries=512, max_item_bytes=1024
+)
 
 
 def _event_name(line: bytes) -> str:
-    name = line[7:].decode("utf-8", "replace")
-    if len(_NAMES) < _MAX_NAMES:
-        _NAMES[line] = name
+    name: str | None = _NAMES.get(line)
+    if name is None:
+        name = line[7:].decode("utf-8", "replace")
+        _NAMES.put(line, name)
     return name
 
 
@@ -128,7 +133,7 @@ class SSEDecoder:
             elif line[:6] == b"data: ":
                 data.append(line[6:])
             elif line[:7] == b"event: ":
-                event = _NAMES.get(line)
+                event = _NAMES.recent(line)
                 if event is None:
                     event = _event_name(line)
             elif line[0] != _COLON:  # not a comment: any other spelling, or another field
@@ -163,7 +168,7 @@ class SSEDecoder:
             or (b"\n" + b"\n".join(values)).count(b"\ndata: ") != k
         ):
             return 0
-        last, get = self._id, _NAMES.get
+        last, get = self._id, _NAMES.recent
         out += [
             SSEEvent(get(name) or _event_name(name), value[6:], last)
             for name, value in zip(names, values, strict=True)

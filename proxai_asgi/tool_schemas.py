@@ -8,18 +8,21 @@ tool sets are larger. So a client decoder looks a tool declaration up by its byt
 ``parameters`` hold the schema encoded once (``compact``): exactly
 ``encode(decode(schema))``, the bytes an encoder writes for the dict, which the
 encoders now write as they are. ``facts`` tells an encoder what it would have read in
-the dict. Every look-up is bounded, keyed by content, and holds only bytes of its own
-(never a view into a request body).
+the dict. Every look-up is a ``bounded_cache.BoundedCache`` (bounded by bytes, keyed by
+exact content, thread-safe), and holds only bytes of its own (never a view into a
+request body).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
 from . import canonical as c
+from .bounded_cache import BoundedCache
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -27,10 +30,10 @@ _RAW = msgspec.Raw
 _V = TypeVar("_V")
 _copy = msgspec.structs.replace  # (a third of ``copy.copy``'s time)
 
-# Bounds of each look-up: cleared when one more entry would pass either.
-MAX_ENTRIES = 512
-MAX_BYTES = 2 << 20  # of keys; the values are about as large
-MAX_KEY_BYTES = 256 << 10  # larger declarations are converted every time
+# Bounds of each look-up (``bounded_cache``: keys and values counted).
+MAX_ENTRIES = 1024
+MAX_BYTES = 4 << 20
+MAX_ITEM_BYTES = 1 << 20  # larger declarations are converted every time
 
 
 def compact(schema: dict[str, Any]) -> msgspec.Raw:
@@ -59,32 +62,6 @@ def _facts_of(schema: dict[str, Any]) -> SchemaFacts:
     return SchemaFacts(anthropic=anthropic, empty=not schema, text_length=len(str(schema or "")))
 
 
-class _Bounded(Generic[_V]):
-    """A content-keyed look-up, cleared when one more entry would pass its bounds."""
-
-    __slots__ = ("_bytes", "_entries")
-
-    def __init__(self) -> None:
-        self._entries: dict[bytes, _V] = {}
-        self._bytes = 0
-        _LOOKUPS.append(self)
-
-    def _remember(self, key: bytes, value: _V) -> None:
-        if len(key) > MAX_KEY_BYTES:
-            return
-        if len(self._entries) >= MAX_ENTRIES or self._bytes + len(key) > MAX_BYTES:
-            self.clear()
-        self._entries[key] = value
-        self._bytes += len(key)
-
-    def clear(self) -> None:
-        self._entries.clear()
-        self._bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
 class _Clearable(Protocol):
     def clear(self) -> None: ...
 
@@ -94,19 +71,63 @@ class _Clearable(Protocol):
 _LOOKUPS: list[_Clearable] = []  # every one, for ``forget``
 
 
-class _FactsLookup(_Bounded[SchemaFacts]):
+def _cache(size: Callable[[Any, Any], int]) -> BoundedCache[Any, Any]:
+    """A look-up's table (``bounded_cache``), within the bounds every look-up has."""
+    return BoundedCache(
+        max_bytes=MAX_BYTES, max_entries=MAX_ENTRIES, max_item_bytes=MAX_ITEM_BYTES, size=size
+    )
+
+
+def tools_size(tools: Iterable[c.Tool]) -> int:
+    """About how many bytes tools hold (their strings, schemas and objects)."""
+    size = 0
+    for t in tools:
+        p = t.parameters
+        size += _TOOL_OVERHEAD + len(t.name) + len(t.description or "")
+        size += len(p) if type(p) is _RAW else 0 if p is None else len(str(p))
+    return size
+
+
+_TOOL_OVERHEAD = 200  # a Tool Struct and its strings' headers
+
+
+class _Table:
+    """A look-up over one ``BoundedCache``, emptied by ``forget``."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, size: Callable[[Any, Any], int]) -> None:
+        self._cache = _cache(size)
+        _LOOKUPS.append(self)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    @property
+    def nbytes(self) -> int:
+        return self._cache.nbytes
+
+
+def _facts_size(key: bytes, value: SchemaFacts) -> int:
+    return len(key) + len(value.anthropic or b"")
+
+
+class _FactsLookup(_Table):
     __slots__ = ()
 
     def get(self, schema: msgspec.Raw) -> SchemaFacts:
         key = bytes(schema)
-        found = self._entries.get(key)
+        found: SchemaFacts | None = self._cache.get(key)
         if found is None:
             found = _facts_of(_decoder.decode(key))
-            self._remember(key, found)
+            self._cache.put(key, found)
         return found
 
 
-_FACTS = _FactsLookup()
+_FACTS = _FactsLookup(_facts_size)
 facts = _FACTS.get  # the facts of an encoded schema, computed once per content
 
 
@@ -132,42 +153,55 @@ class NotAnObject(ValueError):
     """A schema that is neither an object nor null: the decoder's general path names it."""
 
 
-class SchemaLookup(_Bounded["msgspec.Raw | None"]):
+def _raw_sizes(key: bytes, value: msgspec.Raw | None) -> int:
+    return len(key) + len(value or b"")
+
+
+class SchemaLookup(_Table):
     """Schema bytes as a client sent them -> the schema as ``compact`` holds it (for a
     decoder that reads the rest of a declaration itself)."""
 
     __slots__ = ()
 
+    def __init__(self) -> None:
+        super().__init__(_raw_sizes)
+
     def get(self, raw: msgspec.Raw) -> msgspec.Raw | None:
         """``raw`` compact (None for ``null``); ``NotAnObject`` for any other value."""
         key = bytes(raw)
-        try:
-            return self._entries[key]
-        except KeyError:
-            pass
+        made: msgspec.Raw | None = self._cache.get(key, _ABSENT)
+        if made is not _ABSENT:
+            return made
         schema = _decoder.decode(key)
         if schema is not None and type(schema) is not dict:
             raise NotAnObject
         made = None if schema is None else compact(schema)
-        self._remember(key, made)
+        self._cache.put(key, made)
         return made
 
 
-class Lookup(_Bounded[_V]):
+class Lookup(_Table, Generic[_V]):
     """Declaration bytes -> what a decoder made of them, shared by every request that
-    sends those bytes (so never changed once put)."""
+    sends those bytes (so never changed once put); ``size(key, value)``: about how many
+    bytes an entry holds."""
 
     __slots__ = ()
 
     def get(self, key: bytes) -> _V | None:
-        return self._entries.get(key)
+        found: _V | None = self._cache.get(key)
+        return found
 
-    def put(self, key: bytes, value: _V) -> None:
-        """Remember ``value`` for ``key`` (which must be bytes of its own)."""
-        self._remember(key, value)
+    def put(self, key: bytes, value: _V) -> bool:
+        """Remember ``value`` for ``key`` (which must be bytes of its own); False when
+        the entry is too large to keep."""
+        return self._cache.put(key, value)
 
 
-class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
+def _declarations_size(key: bytes, tools: tuple[c.Tool, ...]) -> int:
+    return len(key) + tools_size(tools)
+
+
+class ToolLookup(_Table):
     """Declaration bytes -> the canonical tools a decoder made of them (with their
     schemas encoded). Each hit gives copies, as a request may change its own tools (a
     custom tool's ``format`` dict is shared: nothing changes it).
@@ -180,20 +214,22 @@ class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
     __slots__ = ("_seen",)
 
     def __init__(self, *, on_second_sighting: bool = False) -> None:
-        super().__init__()
+        super().__init__(_declarations_size)
         # keys seen once, when kept on the second sighting: bounded as the entries
-        self._seen: _Seen | None = _Seen() if on_second_sighting else None
+        self._seen: BoundedCache[bytes, None] | None = (
+            _cache(_key_size) if on_second_sighting else None
+        )
 
     def get(self, key: bytes) -> list[c.Tool] | None:
-        made = self._entries.get(key)
+        made: tuple[c.Tool, ...] | None = self._cache.get(key)
         if made is None:
             return None
         return [_copy(t) for t in made]
 
     def put(self, key: bytes, tools: list[c.Tool]) -> None:
         """Remember the tools made of ``key`` (which must be bytes of its own)."""
-        if self._seen is None or self._seen.seen_again(key):
-            self._remember(key, tuple(encoded(t) for t in tools))
+        if self._seen is None or self._seen.seen_before(key):
+            self._cache.put(key, tuple([encoded(t) for t in tools]))
 
     def clear(self) -> None:
         super().clear()
@@ -201,143 +237,111 @@ class ToolLookup(_Bounded[tuple[c.Tool, ...]]):
             self._seen.clear()
 
 
-class _Seen(_Bounded[None]):
-    """Keys seen once (their bytes only, bounded as every look-up)."""
-
-    __slots__ = ()
-
-    def seen_again(self, key: bytes) -> bool:
-        """Whether ``key`` was noted before (and is no longer); notes it when not."""
-        if self._entries.pop(key, _ABSENT) is not _ABSENT:  # (one step: threads may race)
-            self._bytes -= len(key)
-            return True
-        self._remember(key, None)
-        return False
+def _key_size(key: bytes, value: object) -> int:
+    return len(key)
 
 
-_ABSENT = object()
+_ABSENT: Any = object()
 
 
-_SetKey = tuple[int, str, str]
-_SET_BUCKET = 4  # sets kept under one key (alike in size, first and last name)
+class _SetKey:
+    """A tool set as a key: hashed by its size and end names (cheap), equal only to
+    the same tools field for field (``==`` on the Structs), so two sets never share an
+    entry. Sets alike in size and end names share a hash; what comparing them costs is
+    bounded by the bytes the look-up holds."""
+
+    __slots__ = ("_hash", "tools")
+
+    def __init__(self, tools: list[c.Tool]) -> None:
+        self.tools = tools
+        self._hash = hash((len(tools), tools[0].name, tools[-1].name))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _SetKey and self.tools == other.tools
+
+
+def _names_size(key: tuple[int, str, str], value: None) -> int:
+    return len(key[1]) + len(key[2])
+
+
+def _note_size(key: _SetKey, value: object) -> int:
+    return tools_size(key.tools)
+
+
+def _entry_size(key: _SetKey, value: tuple[object, int]) -> int:
+    return tools_size(key.tools) + value[1]
 
 
 class SetLookup(Generic[_V]):
     """A whole tool set -> what an encoder made of it (its upstream form, written once),
     for an encoder, which receives canonical tools rather than bytes.
 
-    Keyed by content: the set's size and first and last names find a few entries, each
-    holding a copy of the tools it was made of, used only when they equal the request's
-    field for field (``==`` on the Structs: a key of every field cost twice as much).
-    Only ``keepable`` sets are kept; their schemas are ``Raw.copy()``s, the request's
-    own when they own their bytes (as the decoders' look-ups hold them), so an entry
-    never holds a view into a body.
+    Keyed by content (``_SetKey``): each entry holds a copy of the tools it was made
+    of, found only by tools equal to them field for field (a key of every field's bytes
+    cost twice as much). Only ``keepable`` sets are kept; their schemas are
+    ``Raw.copy()``s, the request's own when they own their bytes (as the decoders'
+    look-ups hold them), so an entry never holds a view into a body.
 
     A set is made into an entry once the same tools are seen again (``second_sight``):
-    the first time only its key is noted, the next a copy of the tools, so that a
-    conversation's first request (and ``--cold``) pays one set insert, and a set that
-    changes with every request (a date in a description) is never made into an entry.
-    Bounded as the other look-ups (the notes too), by the size the caller gives; a set
-    too large to keep is noted as such and not made again."""
+    the first time only its size and end names are noted, the next a copy of the tools,
+    so that a conversation's first request (and ``--cold``) pays one small insert, and a
+    set that changes with every request (a date in a description) is never made into an
+    entry. Entries and notes are ``BoundedCache``s; a set too large to keep is noted as
+    such and not made again."""
 
-    __slots__ = ("_bytes", "_count", "_entries", "_lock", "_noted", "_noted_bytes")
+    __slots__ = ("_entries", "_lock", "_names", "_noted")
 
     def __init__(self) -> None:
-        self._entries: dict[_SetKey, list[tuple[list[c.Tool], _V]]] = {}
-        # Held by the slow paths (noting, making an entry): two threads translating at
-        # once must not pop each other's notes. ``get`` reads whole (tools, value) pairs.
+        self._entries: BoundedCache[_SetKey, tuple[_V, int]] = _cache(_entry_size)
+        # Held by the slow paths (noting, making an entry), which look at the notes and
+        # then change them: two threads translating at once must not interleave there.
         self._lock = threading.Lock()
-        # the tools last seen under a key seen before (a few), and whether each may be kept
-        self._noted: dict[_SetKey, list[tuple[list[c.Tool], bool]]] = {}
-        self._bytes = self._count = self._noted_bytes = 0
+        # sizes and end names seen once; tools seen twice -> (their copy, whether kept)
+        self._names: BoundedCache[tuple[int, str, str], None] = _cache(_names_size)
+        self._noted: BoundedCache[_SetKey, tuple[list[c.Tool], bool]] = _cache(_note_size)
         _LOOKUPS.append(self)
 
     def get(self, tools: list[c.Tool]) -> _V | None:
-        for kept, value in self._entries.get((len(tools), tools[0].name, tools[-1].name), ()):
-            if kept == tools:
-                return value
-        return None
+        found = self._entries.get(_SetKey(tools))
+        return None if found is None else found[0]
 
     def second_sight(self, tools: list[c.Tool]) -> bool:
         """Whether these tools (``keepable``) were seen before, and may be kept; if they
-        were not, their key, or if it was, they are noted for next time."""
+        were not, their size and names, or if those were, the tools are noted for next
+        time."""
         with self._lock:
-            return self._second_sight(tools)
-
-    def _second_sight(self, tools: list[c.Tool]) -> bool:
-        key = (len(tools), tools[0].name, tools[-1].name)
-        bucket = self._noted.get(key)
-        if bucket is None:  # (the key, first)
-            if len(self._noted) >= MAX_ENTRIES:
-                self._noted.clear()
-                self._noted_bytes = 0
-            self._noted[key] = []
+            names = (len(tools), tools[0].name, tools[-1].name)
+            if names not in self._names:
+                self._names.put(names, None)
+                return False
+            noted = self._noted.get(_SetKey(tools))
+            if noted is not None:
+                return noted[1]
+            kept = _kept(tools)
+            self._noted.put(_SetKey(kept), (kept, True))
             return False
-        for noted, may in bucket:
-            if noted == tools:
-                return may
-        size = _note_size(tools)
-        if size > MAX_KEY_BYTES:
-            return False
-        if self._noted_bytes + size > MAX_BYTES:
-            self._noted.clear()
-            self._noted_bytes = 0
-            bucket = self._noted[key] = []
-        elif len(bucket) >= _SET_BUCKET:
-            self._noted_bytes -= _note_size(bucket.pop(0)[0])
-        bucket.append((_kept(tools), True))
-        self._noted_bytes += size
-        return False
 
     def put(self, tools: list[c.Tool], value: _V, size: int) -> None:
         """Remember ``value`` for ``tools`` (seen twice: ``second_sight``); ``size``:
-        about how many bytes the entry holds."""
+        about how many bytes ``value`` holds."""
         with self._lock:
-            self._put(tools, value, size)
-
-    def _put(self, tools: list[c.Tool], value: _V, size: int) -> None:
-        key = (len(tools), tools[0].name, tools[-1].name)
-        notes = self._noted.setdefault(key, [])
-        at = next((i for i, (noted, _) in enumerate(notes) if noted == tools), None)
-        if at is None:
-            kept = _kept(tools)
-        else:
-            kept = notes.pop(at)[0]
-            self._noted_bytes -= _note_size(kept)
-        if size > MAX_KEY_BYTES:
-            notes.append((kept, False))  # (not made again while noted)
-            self._noted_bytes += _note_size(kept)
-            return
-        if not notes:
-            del self._noted[key]
-        if self._count >= MAX_ENTRIES or self._bytes + size > MAX_BYTES:
-            self._entries.clear()
-            self._bytes = self._count = 0
-        bucket = self._entries.setdefault(key, [])
-        if len(bucket) >= _SET_BUCKET:
-            del bucket[0]
-            self._count -= 1
-        bucket.append((kept, value))
-        self._bytes += size
-        self._count += 1
+            noted = self._noted.pop(_SetKey(tools))
+            kept = _kept(tools) if noted is None else noted[0]
+            if not self._entries.put(_SetKey(kept), (value, size)):
+                self._noted.put(_SetKey(kept), (kept, False))  # (not made again while noted)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._names.clear()
             self._noted.clear()
-            self._bytes = self._count = self._noted_bytes = 0
 
     def __len__(self) -> int:
         """How many entries it holds (the notes are not entries)."""
-        return self._count
-
-
-def _note_size(tools: list[c.Tool]) -> int:
-    """About how many bytes a noted copy of ``tools`` holds (schemas and descriptions)."""
-    size = 0
-    for t in tools:
-        size += len(t.parameters or b"") + len(t.description or "")
-    return size
+        return len(self._entries)
 
 
 def _kept(tools: list[c.Tool]) -> list[c.Tool]:

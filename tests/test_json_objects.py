@@ -42,7 +42,7 @@ def test_an_entry_is_found_by_content_and_holds_bytes_of_its_own() -> None:
     raw = json_objects.remember(arguments, {"a": 1})
     same_text = "".join(['{"a"', ": 1}"])  # equal, not the same object
     assert same_text is not arguments
-    assert json_objects.RAW_OBJECTS[same_text] is raw
+    assert json_objects.RAW_OBJECTS.get(same_text) is raw
     assert bytes(raw) == b'{"a":1}'
     assert type(raw) is msgspec.Raw
 
@@ -87,7 +87,7 @@ def test_a_first_call_is_noted_then_kept_from_its_second_sighting() -> None:
 
 def test_what_is_noted_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     json_objects.forget()
-    monkeypatch.setattr(json_objects, "SEEN_MAX", 8)
+    monkeypatch.setattr(json_objects._SEEN, "max_entries", 8)
     for n in range(50):
         json_objects.kept(f"k{n}", {}, 16)
         assert len(json_objects._SEEN) <= 8

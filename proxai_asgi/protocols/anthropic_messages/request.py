@@ -214,7 +214,7 @@ def _messages_in(
     text_block, tool_result = wire.TextBlock, wire.ToolResultBlock
     tool_use = wire.ClientToolUseBlock
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
-    arguments_in = _ARGUMENTS_IN
+    arguments_in = _ARGUMENTS_IN.recent  # (a miss: ``_arguments_in`` looks again)
     # the ids the previous (assistant) message asks for: one (a str, the usual turn) or more
     pending: str | list[str] | None = None
     settled = True
@@ -266,7 +266,7 @@ def _messages_in(
                             call(
                                 id=used.id,
                                 name=used.name,
-                                arguments=arguments_in.get(key := bytes(used.input))
+                                arguments=arguments_in(key := bytes(used.input))
                                 or _arguments_in(key),
                             ),
                         ],
@@ -356,6 +356,7 @@ def _check_answered(
 # text of the object, as ``response.arguments_json`` gives it, by a look-up shared with
 # Gemini's ``args`` (``json_objects.ARGUMENTS``: an agent loop resends every call).
 _ARGUMENTS_IN = json_objects.ARGUMENTS
+_RAW_OBJECTS = json_objects.RAW_OBJECTS
 
 
 def _arguments_in(raw: bytes) -> str:
@@ -544,7 +545,7 @@ def _assistant_turn(
             key = bytes(b.input)
             append(
                 c.ToolCall(
-                    id=b.id, name=b.name, arguments=_ARGUMENTS_IN.get(key) or _arguments_in(key)
+                    id=b.id, name=b.name, arguments=_ARGUMENTS_IN.recent(key) or _arguments_in(key)
                 )
             )
         elif type(b) is wire.ThinkingBlock:
@@ -826,7 +827,9 @@ def _messages_out(
     marked = False
     text_block, tool_use, tool_result = wire.TextBlock, wire.ToolUseBlock, wire.ToolResultBlock
     text, call, result, reasoning = c.Text, c.ToolCall, c.ToolResult, c.Reasoning
-    message, safe_ids, raw_inputs = wire.InputMessage, _SAFE_IDS, json_objects.RAW_OBJECTS
+    # (the young generations' look-ups: a miss is looked up again by ``_safe_id`` and
+    # ``_raw_input``, which also find older entries)
+    message, safe_ids, raw_inputs = wire.InputMessage, _SAFE_IDS.recent, _RAW_OBJECTS.recent
     turn: wire.InputMessage | None = None  # the open turn, its blocks and role
     turn_blocks: list[wire.InputBlock] = []
     turn_user = turn_other = turn_unordered = False
@@ -852,7 +855,7 @@ def _messages_out(
                 and only.cache_control is None
             ):
                 answer = tool_result(
-                    tool_use_id=safe_ids.get(p.call_id) or _safe_id(p.call_id),
+                    tool_use_id=safe_ids(p.call_id) or _safe_id(p.call_id),
                     content=only.text,
                     is_error=True if p.is_error else None,
                     cache_control=p.cache_control,
@@ -916,13 +919,13 @@ def _messages_out(
             if n == 3 and not thoughts_dropped:  # (reported once: a Gemini turn has one)
                 report.drop("reasoning")
                 thoughts_dropped = True
-            value = raw_inputs.get(p.arguments) or _raw_input(p.arguments, i, n - 1)
+            value = raw_inputs(p.arguments) or _raw_input(p.arguments, i, n - 1)
             if said.cache_control is not None:
                 marked = True
             blocks: list[wire.InputBlock] = [
                 text_block(text=said.text, cache_control=said.cache_control),
                 tool_use(
-                    id=safe_ids.get(p.id) or _safe_id(p.id),
+                    id=safe_ids(p.id) or _safe_id(p.id),
                     name=p.name,
                     input=value,  # type: ignore[arg-type]  # (encoded as it is; no cast() call)
                 ),
@@ -952,10 +955,10 @@ def _messages_out(
                     other = True
             elif type(p) is call and assistant and p.kind != "custom":
                 args = p.arguments
-                raw = raw_inputs.get(args) or _raw_input(args, i, _position(parts_in, p))
+                raw = raw_inputs(args) or _raw_input(args, i, _position(parts_in, p))
                 append(
                     tool_use(
-                        id=safe_ids.get(p.id) or _safe_id(p.id),
+                        id=safe_ids(p.id) or _safe_id(p.id),
                         name=p.name,
                         input=raw,  # type: ignore[arg-type]  # (encoded as it is)
                     )
@@ -987,7 +990,7 @@ def _messages_out(
                     content = _tool_result_content_out(parts, i, j, report)
                 append(
                     tool_result(
-                        tool_use_id=safe_ids.get(p.call_id) or _safe_id(p.call_id),
+                        tool_use_id=safe_ids(p.call_id) or _safe_id(p.call_id),
                         content=content,
                         is_error=True if p.is_error else None,
                         cache_control=p.cache_control,
@@ -1032,25 +1035,22 @@ def _messages_out(
     return out, marked, short
 
 
-# Call ids as Anthropic takes them (``ids.safe_tool_id``), by a dict look-up: an agent
-# loop resends every id twice per turn, and the function call was an eighth of
-# ``_messages_out``. Bounded: cleared when full.
-_SAFE_IDS: dict[str, str] = {}
-_SAFE_IDS_MAX = 4096
+# Call ids as Anthropic takes them (``ids.safe_tool_id``), looked up first in its table
+# (``ids.SAFE_IDS``, a ``BoundedCache``): an agent loop resends every id twice per turn,
+# and the function call was an eighth of ``_messages_out``.
+_SAFE_IDS = ids.SAFE_IDS
 
 
 def _safe_id(call_id: str) -> str:
-    safe = ids.safe_tool_id(call_id, "toolu_missing")
-    if len(_SAFE_IDS) >= _SAFE_IDS_MAX:
-        _SAFE_IDS.clear()
-    _SAFE_IDS[call_id] = safe
-    return safe
+    return ids.safe_tool_id(call_id, "toolu_missing")
 
 
 def _raw_input(arguments: str, i: int, j: int) -> msgspec.Raw:
     """``arguments`` (of ``messages[i].content[j]``) as a tool_use ``input``, kept
     encoded (``json_objects``)."""
-    return json_objects.remember(arguments, _arguments_out(arguments, i, j))
+    return _RAW_OBJECTS.get(arguments) or json_objects.remember(
+        arguments, _arguments_out(arguments, i, j)
+    )
 
 
 def _position(items: Sequence[object], item: object) -> int:

@@ -559,7 +559,7 @@ def _known_arguments(args: Any) -> str | None:
     """A call's ``args`` as canonical arguments: raw from the fast decode, found in the
     table (None when not: ``_arguments_way``); a dict (or None) from the general path."""
     if type(args) is _Raw:
-        return _ARGUMENTS.get(bytes(args))
+        return _ARGUMENTS.recent(bytes(args))
     return (_EMPTY_ARGS if args is None else _encode(args)).decode()
 
 
@@ -567,7 +567,7 @@ def _call_arguments_in(args: Any) -> str:
     """``_known_arguments``, raw ``args`` the table lacks converted and put in it."""
     if type(args) is _Raw:
         key = bytes(args)
-        return _ARGUMENTS.get(key) or _arguments_in(key)
+        return _ARGUMENTS.recent(key) or _arguments_in(key)
     return (_EMPTY_ARGS if args is None else _encode(args)).decode()
 
 
@@ -1045,7 +1045,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                     _SkippedCallPart(
                         _CallOut(
                             name,
-                            (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                            (p.kind == "function" and _RAW_OBJECTS.recent(arguments))
                             or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         )
@@ -1067,7 +1067,7 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
                         _SKIP_VALIDATOR if first else None,
                         _CallOut(
                             name,
-                            (p.kind == "function" and _RAW_OBJECTS.get(arguments))
+                            (p.kind == "function" and _RAW_OBJECTS.recent(arguments))
                             or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
                             None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
                         ),

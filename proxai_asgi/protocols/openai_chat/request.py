@@ -258,6 +258,11 @@ def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
 _ToolSet = tuple[list[w.ToolDef], tuple[c.Tool, ...]]
 
 
+def _tool_set_size(key: bytes, value: _ToolSet) -> int:
+    """The declarations (about as large as their bytes) and the canonical tools."""
+    return 2 * len(key) + tool_schemas.tools_size(value[1])
+
+
 class _ToolSets(tool_schemas.Lookup[_ToolSet]):
     """Sets of function tools by their bytes: an agent loop resends the same set with
     every request. The set found last is compared first, so a resent set costs a
@@ -266,7 +271,7 @@ class _ToolSets(tool_schemas.Lookup[_ToolSet]):
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(_tool_set_size)
         # The set found last and its bytes (of their own, as every key), in one
         # attribute so that a thread never reads one's bytes with another's set.
         self._last: tuple[msgspec.Raw, _ToolSet | None] = (msgspec.Raw(), None)
@@ -277,15 +282,16 @@ class _ToolSets(tool_schemas.Lookup[_ToolSet]):
         return found if raw == key else None
 
     def get(self, key: bytes) -> _ToolSet | None:
-        found = self._entries.get(key)
+        found = super().get(key)
         if found is not None:
             self._last = (msgspec.Raw(key), found)
         return found
 
-    def put(self, key: bytes, value: _ToolSet) -> None:
-        super().put(key, value)
-        if key in self._entries:  # (a set over the bounds is not kept, nor compared)
+    def put(self, key: bytes, value: _ToolSet) -> bool:
+        kept = super().put(key, value)
+        if kept:  # (a set over the bounds is not kept, nor compared)
             self._last = (msgspec.Raw(key), value)
+        return kept
 
     def clear(self) -> None:
         super().clear()

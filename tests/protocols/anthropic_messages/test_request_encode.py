@@ -172,12 +172,17 @@ def test_tool_ids_are_made_safe_for_anthropic() -> None:
 def test_tool_ids_stay_safe_when_the_remembered_ids_are_cleared(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The encoder remembers safe ids in a bounded dict; made tiny here, it is cleared
+    # The encoder remembers safe ids in a bounded cache; made tiny here, it turns over
     # several times within one request and every id still comes out cleaned.
+    from proxai_asgi import bounded_cache
+    from proxai_asgi import ids as ids_module
     from proxai_asgi.protocols.anthropic_messages import request as encoder
 
-    monkeypatch.setattr(encoder, "_SAFE_IDS", {})
-    monkeypatch.setattr(encoder, "_SAFE_IDS_MAX", 2)
+    tiny: bounded_cache.BoundedCache[str, str] = bounded_cache.BoundedCache(
+        max_bytes=10_000, max_entries=2
+    )
+    monkeypatch.setattr(encoder, "_SAFE_IDS", tiny)
+    monkeypatch.setattr(ids_module, "SAFE_IDS", tiny)
     messages: list[c.Message] = []
     for k in range(5):
         messages.append(_assistant(c.ToolCall(id=f"call:{k}", name="f", arguments="{}")))
@@ -185,7 +190,7 @@ def test_tool_ids_stay_safe_when_the_remembered_ids_are_cleared(
     out, _ = encode_req(req(messages=messages))
     ids = [b.get("id") or b.get("tool_use_id") for m in out["messages"] for b in m["content"]]
     assert ids == [f"call_{k}" for k in range(5) for _ in range(2)]
-    assert len(encoder._SAFE_IDS) <= 2
+    assert len(tiny) <= 2
 
 
 def test_the_error_of_a_part_after_others_names_its_position() -> None:

@@ -8,7 +8,6 @@ content, bounded, and holds bytes of its own."""
 from __future__ import annotations
 
 import sys
-import threading
 from typing import Any
 
 import msgspec
@@ -21,6 +20,7 @@ from proxai_asgi import tool_schemas
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols.anthropic_messages import cache_breakpoints, request
+from tests.helpers.races import race
 
 _SCHEMAS = st.sampled_from(
     [
@@ -113,7 +113,7 @@ def test_a_kept_set_gives_the_bytes_report_and_error_of_the_general_path(
     general = _encode(req, breakpoints, lossy)  # nothing looked up: the key noted
     assert _encode(req, breakpoints, lossy) == general  # the tools noted
     assert _encode(req, breakpoints, lossy) == general  # seen again: made into an entry
-    kept = request._TOOL_SETS._count
+    kept = len(request._TOOL_SETS)
     assert kept == (
         1 if tool_schemas.keepable(tools) and not hosted and general[0] == "body" else 0
     )
@@ -167,7 +167,8 @@ def test_an_entry_holds_bytes_of_its_own() -> None:
     del view
     req.tools[0].parameters = None
     assert sys.getrefcount(body) == before - 1  # (``view`` was the only one left)
-    ((kept, made),) = [entry for bucket in request._TOOL_SETS._entries.values() for entry in bucket]
+    ((key, (made, _)),) = request._TOOL_SETS._entries.items()
+    kept = key.tools
     assert kept[0].parameters == own and kept[1].parameters is own
     assert [bytes(t) for t in made.plain] == [  # (the tools before the last, and the last)
         b'{"name":"a","input_schema":{"type":"object"}}',
@@ -181,12 +182,12 @@ def test_an_entry_holds_bytes_of_its_own() -> None:
 def test_the_look_up_is_bounded_and_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     """Entries and notes within their bounds; a set too large to keep is made once,
     noted as such, and not made again."""
-    monkeypatch.setattr(tool_schemas, "MAX_ENTRIES", 3)
-    monkeypatch.setattr(tool_schemas, "MAX_BYTES", 1000)
-    monkeypatch.setattr(tool_schemas, "MAX_KEY_BYTES", 400)
+    monkeypatch.setattr(tool_schemas, "MAX_ENTRIES", 6)
+    monkeypatch.setattr(tool_schemas, "MAX_BYTES", 3000)
+    monkeypatch.setattr(tool_schemas, "MAX_ITEM_BYTES", 900)
     made = _count_made(monkeypatch)
-    tool_schemas.forget()
-    lookup = request._TOOL_SETS
+    lookup: tool_schemas.SetLookup[Any] = tool_schemas.SetLookup()  # (within those bounds)
+    monkeypatch.setattr(request, "_TOOL_SETS", lookup)
     for i in range(20):
         pad = "x" * (300 if i % 5 == 4 else i)  # every fifth set too large to keep
         req = _request(_tools(f'{{"type":"object","p{i}":"{pad}"}}'.encode()))
@@ -196,10 +197,10 @@ def test_the_look_up_is_bounded_and_forgotten(monkeypatch: pytest.MonkeyPatch) -
             assert _encode(req, True) == want
         assert len(made) == before + 1  # (made on the third sight, then found or refused)
         assert (lookup.get(req.tools) is None) == (i % 5 == 4)
-        assert lookup._count <= 3 and lookup._bytes <= 1000
-        assert len(lookup._noted) <= 3 and lookup._noted_bytes <= 1000
+        for cache in (lookup._entries, lookup._names, lookup._noted):
+            assert len(cache) <= 6 and cache.nbytes <= 3000
     tool_schemas.forget()
-    assert len(lookup) == lookup._count == len(lookup._noted) == 0
+    assert len(lookup) == len(lookup._names) == len(lookup._noted) == 0
 
 
 def _count_made(monkeypatch: pytest.MonkeyPatch) -> list[None]:
@@ -227,7 +228,7 @@ def test_a_set_that_changes_with_every_request_is_never_made_into_an_entry(
         tools[0].description = f"Today is day {day}."
         body = _encode(_request(tools), True)[1]
         assert f"Today is day {day}.".encode() in body
-    assert made == [] and request._TOOL_SETS._count == 0
+    assert made == [] and len(request._TOOL_SETS) == 0
 
 
 def test_place_marks_a_set_held_encoded_with_its_marked_form() -> None:
@@ -252,7 +253,7 @@ def test_sets_alike_in_size_and_end_names_are_kept_side_by_side() -> None:
     ]
     for req in sets * 3:
         _encode(req, True)
-    assert request._TOOL_SETS._count == 3
+    assert len(request._TOOL_SETS) == 3
     for req in sets:
         found = request._TOOL_SETS.get(req.tools)
         assert found is not None and f'"name":"{req.tools[1].name}"'.encode() in bytes(
@@ -285,16 +286,7 @@ def test_threads_translating_alike_sets_at_once_each_send_their_own_tools() -> N
             if outcome[0] != "body" or f"/home/{k}".encode() not in outcome[1]:
                 failures.append(f"set {k}: {outcome[:2]!r}")
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads switch every few bytecodes: the races show
-    try:
-        for _ in range(3):  # bounded: three rounds from an empty look-up
-            tool_schemas.forget()
-            threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-    finally:
-        sys.setswitchinterval(interval)
+    for _ in range(3):  # bounded: three rounds from an empty look-up
+        tool_schemas.forget()
+        race(work, 6)
     assert not failures, failures[:5]

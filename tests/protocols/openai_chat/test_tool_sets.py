@@ -141,7 +141,7 @@ def test_a_set_over_the_bounds_is_not_kept_even_as_the_last(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     tool_schemas.forget()
-    monkeypatch.setattr(tool_schemas, "MAX_KEY_BYTES", 20)
+    monkeypatch.setattr(request._TOOL_SETS._cache, "max_item_bytes", 20)
     out = request.decode_request(_function_set("f"), TranslationReport())
     assert [t.name for t in out.tools] == ["f"]
     assert request._TOOL_SETS._last[1] is None and len(request._TOOL_SETS) == 0
