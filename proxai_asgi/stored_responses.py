@@ -9,6 +9,14 @@ gone. The answer is recorded as the client received it (for a stream, the termin
 event's response, which is the folded stream) once it has ended, before its last
 bytes leave, so a client (or another instance) chaining from it at once finds it.
 
+A stored answer's id is minted here (``resp_`` and 24 random bytes), never the
+upstream's (upstreams repeat ids): the client's encoder writes it into the answer
+(its item ids derive from it) and the record is saved under it, insert-only. A
+continued request is validated by the client's codec before anything is expanded,
+and the expansion is a splice of bytes; turning a request's input into the items
+kept with its answer happens once the answer has ended (a large input in a worker
+thread), and only for what is stored.
+
 The pure parts (expansion, item ids, the recorder) are sans-IO; ``prepare`` and the
 ``Turn`` are the thin async layer the middleware calls. The GET and DELETE endpoints
 are in ``stored_endpoints.py``.
@@ -24,10 +32,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio
 import msgspec
 
 from . import ids
-from .errors import ProxyError
+from .errors import ProxyError, TranslationReport
 from .sse import SSEDecoder
 from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
 from .upstream import Scope, client_credential
@@ -46,6 +55,17 @@ class _Output(msgspec.Struct):
 
 
 _output = msgspec.json.Decoder(_Output)
+
+
+class _Id(msgspec.Struct):
+    id: Any = None
+
+
+_id = msgspec.json.Decoder(_Id)
+
+# A request's input larger than this (bytes) becomes its stored items in a worker
+# thread: that work is per item, in Python, and must not hold the event loop.
+OFFLOAD_BYTES = 64 * 1024
 
 # Item id prefixes, as the Responses API mints them.
 _ID_PREFIX = {
@@ -190,23 +210,65 @@ def input_items(chain: list[StoredResponse]) -> list[msgspec.Raw]:
     return [*history(chain[:-1]), *chain[-1].input]
 
 
+def continued(history: list[msgspec.Raw], raw: msgspec.Raw | None) -> bytes:
+    """The ``input`` sent on for a continued request: the stored ``history``, then the
+    request's own ``input`` (a validated string or list), joined as bytes (the items
+    are not parsed: the codec reads them next)."""
+    joined = b",".join(history)
+    value = bytes(raw).strip() if raw is not None else b"null"
+    if value.startswith(b"["):
+        rest = value[1:].lstrip()
+        if rest.startswith(b"]"):
+            return b"[" + joined + b"]"
+        return b"[" + joined + (b"," if joined else b"") + rest
+    if value.startswith(b'"'):
+        user = b'{"type":"message","role":"user","content":' + value + b"}"
+        return b"[" + joined + (b"," if joined else b"") + user + b"]"
+    if value == b"null":
+        return b"[" + joined + b"]"
+    raise ProxyError.invalid("input must be a string or a list of items", param="input")
+
+
+def stored_items(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
+    """A request's ``input`` as it is kept with its answer (``with_ids``)."""
+    return with_ids(_input_list(raw))
+
+
+async def stored_items_off_loop(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
+    if raw is not None and len(raw) > OFFLOAD_BYTES:
+        return await anyio.to_thread.run_sync(stored_items, raw)
+    return stored_items(raw)
+
+
+def validate(body: bytes) -> None:
+    """The request as the Responses client codec reads it (a 400 for what OpenAI
+    rejects), before anything of it is expanded. Leniently (lossy): only its shape
+    is checked here; the translation checks the expanded request in full."""
+    from .protocols import get_codec
+
+    get_codec("openai_responses").decode_request(body, TranslationReport(lossy=True))
+
+
 class Turn:
-    """One Responses request over a stateless upstream: where it continues from, and
-    (unless ``store: false``) the recorder that keeps its answer."""
+    """One Responses request over a stateless upstream: where it continues from, the
+    id its answer gets (minted here), and (unless ``store: false``) the recorder
+    that keeps its answer with the request's ``input``."""
 
     def __init__(
         self,
         service: StoredResponses,
         owner: str,
         previous_id: str | None,
-        items: list[msgspec.Raw] | None,
+        input: msgspec.Raw | None,
         stream: bool,
+        keep: bool = True,
     ) -> None:
         self.service = service
         self.owner = owner
         self.previous_id = previous_id
-        self.recorder = Recorder(stream) if items is not None else None
-        self.items = items or []
+        self.response_id = "resp_" + ids.random_hex(24)
+        self.recorder = Recorder(stream) if keep else None
+        self.input = input
         self.saved = False
 
     async def observe(self, status: int, data: bytes, more: bool) -> None:
@@ -229,21 +291,30 @@ class Turn:
     async def _save(self, response: bytes) -> None:
         self.saved = True
         store = self.service.store
-        response_id = _any.decode(response).get("id") if store is not None else None
-        if store is None or not isinstance(response_id, str):
+        if store is None:
             return
+        try:
+            named = _id.decode(response).id
+            items = await stored_items_off_loop(self.input)
+        except (msgspec.DecodeError, UnicodeDecodeError, ProxyError):
+            return  # not an answer of ours (the request was validated on its way)
+        if named != self.response_id:
+            return  # only the id minted for this turn is ever stored
         record = StoredResponse(
-            id=response_id,
+            id=self.response_id,
             owner=self.owner,
             created_at=time.time(),
             previous_id=self.previous_id,
-            input=self.items,
+            input=items,
             response=msgspec.Raw(response),
         )
         try:
-            await store.put(record)
+            stored = await store.put(record)
         except StoreUnavailable as exc:
-            logger.warning("response %s answered but not stored: %s", response_id, exc)
+            logger.warning("response %s answered but not stored: %s", self.response_id, exc)
+            return
+        if stored is False:  # (a store object of the application's may return None)
+            logger.warning("response %s not stored: its id is already held", self.response_id)
 
 
 async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[bytes, Turn | None]:
@@ -257,15 +328,15 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
         previous = _field(fields, "previous_response_id", None)
         keep = _field(fields, "store", True)
         stream = _field(fields, "stream", False)
-        if previous is not None and not isinstance(previous, str):
-            raise ProxyError.invalid(
-                "previous_response_id must be a string", "previous_response_id"
-            )
-        if previous is None and keep is False:
-            return body, None
-        items = with_ids(_input_list(fields.get("input")))
     except (msgspec.DecodeError, UnicodeDecodeError):
         return body, None  # not JSON (or not UTF-8): the codec answers with its 400
+    if previous is not None and not isinstance(previous, str):
+        raise ProxyError.invalid("previous_response_id must be a string", "previous_response_id")
+    if previous is None and keep is False:
+        return body, None
+    raw_input = fields.get("input")
+    if previous is not None:
+        validate(body)  # before the store is read or anything expanded
     owner = service.owners(scope)
     if previous is not None:
         try:
@@ -277,16 +348,14 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
         if chain[0].previous_id is not None:
             raise not_found_previous(chain[0].previous_id)
         del fields["previous_response_id"]
-        fields["input"] = msgspec.Raw(_enc.encode([*history(chain), *items]))
+        fields["input"] = msgspec.Raw(continued(history(chain), raw_input))
     rewrite = previous is not None
     if keep is True and "store" in fields:
         del fields["store"]  # honoured here: not a field the translation drops
         rewrite = True
     if rewrite:
         body = _enc.encode(fields)
-    return body, Turn(
-        service, owner, previous, items if keep is not False else None, stream is True
-    )
+    return body, Turn(service, owner, previous, raw_input, stream is True, keep is not False)
 
 
 # ------------------------------------------------------------ response side

@@ -27,8 +27,9 @@ async def translate(ex: Exchange, up: Upstream, body: bytes) -> None:
         ex.client, get_codec(up.protocol), body, up, model=ex.model, stream=ex.stream
     )
     ex.dropped = translation.dropped
-    if ex.turn is not None:  # expanded from the store: the answer names what it continued
+    if ex.turn is not None:  # a stored turn: the answer names what it continued, and
         translation.request.previous_response_id = ex.turn.previous_id
+        translation.request.response_id = ex.turn.response_id  # the id it is stored under
     async with ex.open(up, translation.body, passthrough=False) as resp:
         if not 200 <= resp.status < 300:
             err = translation.target.decode_error(resp.status, await resp.read(MAX_ERROR_BODY))
