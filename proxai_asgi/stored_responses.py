@@ -155,43 +155,45 @@ def _not_found(response_id: str) -> ProxyError:
 def with_ids(items: list[Any]) -> list[msgspec.Raw]:
     """A request's input items as they are stored: each with an ``id`` (minted where
     the client sent none, so listings can page by id), a bare-string message content
-    as the part list the API lists it as, and a role-only message typed."""
-    out: list[msgspec.Raw] = []
-    for item in items:
-        if not isinstance(item, dict):
-            out.append(msgspec.Raw(_enc.encode(item)))
-            continue
-        kind = item.get("type")
-        if kind is None and "role" in item:
-            item = {"type": "message", **item}
-            kind = "message"
-        if kind == "message" and isinstance(item.get("content"), str):
-            part = "output_text" if item.get("role") == "assistant" else "input_text"
-            text: dict[str, Any] = {"type": part, "text": item["content"]}
-            if part == "output_text":
-                text["annotations"] = []
-            item = {**item, "content": [text]}
-        if not item.get("id"):
-            item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + ids.random_hex(16)}
-        out.append(msgspec.Raw(_enc.encode(item)))
-    return out
+    as the part list the API lists it as, and a role-only message typed. Items may
+    be raw JSON, decoded one at a time (never the whole input at once)."""
+    return [_with_id(_any.decode(item) if type(item) is msgspec.Raw else item) for item in items]
+
+
+def _with_id(item: Any) -> msgspec.Raw:
+    if not isinstance(item, dict):
+        return msgspec.Raw(_enc.encode(item))
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        item = {"type": "message", **item}
+        kind = "message"
+    if kind == "message" and isinstance(item.get("content"), str):
+        part = "output_text" if item.get("role") == "assistant" else "input_text"
+        text: dict[str, Any] = {"type": part, "text": item["content"]}
+        if part == "output_text":
+            text["annotations"] = []
+        item = {**item, "content": [text]}
+    if not item.get("id"):
+        item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + ids.random_hex(16)}
+    return msgspec.Raw(_enc.encode(item))
 
 
 def _field(fields: dict[str, msgspec.Raw], name: str, default: Any) -> Any:
     return _any.decode(fields[name]) if name in fields else default
 
 
+_input_value = msgspec.json.Decoder(str | list[msgspec.Raw] | None)
+
+
 def _input_list(raw: msgspec.Raw | None) -> list[Any]:
-    if raw is None:
-        return []
-    value = _any.decode(raw)
+    """A request's ``input`` as a list of items, each left raw."""
+    try:
+        value = _input_value.decode(raw) if raw is not None else None
+    except msgspec.ValidationError:
+        raise ProxyError.invalid("input must be a string or a list of items", "input") from None
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
-    if isinstance(value, list):
-        return value
-    if value is None:
-        return []
-    raise ProxyError.invalid("input must be a string or a list of items", param="input")
+    return value or []
 
 
 def history(chain: list[StoredResponse]) -> list[msgspec.Raw]:
