@@ -68,13 +68,13 @@ def two_tenants(url: str, model: ScriptedModel, stream: bool, same_key: bool) ->
     y = openai.OpenAI(base_url=url, api_key=keys[1], max_retries=0)
     y1 = create(y, stream, input="hello, I am Y")
     x1 = create(x, stream, input=SECRET)
+    y2 = create(y, stream, input="what did I say?", previous_response_id=y1.id)
+    assert SECRET not in texts(model, 2)
+    assert "hello, I am Y" in texts(model, 2)
     for r in (x1, y1):
         assert MINTED.fullmatch(r.id), r.id
         assert all(item.id and r.id[len("resp_") :] in item.id for item in r.output)
     assert x1.id != y1.id
-    y2 = create(y, stream, input="what did I say?", previous_response_id=y1.id)
-    assert SECRET not in texts(model, 2)
-    assert "hello, I am Y" in texts(model, 2)
     assert y2.id != y1.id and y2.previous_response_id == y1.id  # never self-pointing
     x2 = create(x, stream, input="and me?", previous_response_id=x1.id)
     assert SECRET in texts(model, 3) and "hello, I am Y" not in texts(model, 3)
