@@ -56,7 +56,7 @@ async def generate(ex: Exchange, body: bytes) -> None:
     up = ex.route(head).upstream
     if ex.client.stateful and up.protocol != ex.client.name:
         # previous_response_id expanded from the store; the answer recorded.
-        body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body)
+        body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body, ex.client)
     if ex.client.stateful and compaction.mentions(body):
         # Codex compaction: our compaction items expanded, a trigger answered here.
         rewritten = await compaction.serve(ex, up, body)

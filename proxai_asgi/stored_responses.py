@@ -36,6 +36,7 @@ import anyio
 import msgspec
 
 from . import ids
+from .codec import Codec
 from .errors import ProxyError, TranslationReport
 from .sse import SSEDecoder
 from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
@@ -242,13 +243,11 @@ async def stored_items_off_loop(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
     return stored_items(raw)
 
 
-def validate(body: bytes) -> None:
-    """The request as the Responses client codec reads it (a 400 for what OpenAI
-    rejects), before anything of it is expanded. Leniently (lossy): only its shape
-    is checked here; the translation checks the expanded request in full."""
-    from .protocols import get_codec
-
-    get_codec("openai_responses").decode_request(body, TranslationReport(lossy=True))
+def validate(client: Codec, body: bytes) -> None:
+    """The request as the client's codec reads it (a 400 for what OpenAI rejects),
+    before anything of it is expanded. Leniently (lossy): only its shape is checked
+    here; the translation checks the expanded request in full."""
+    client.decode_request(body, TranslationReport(lossy=True))
 
 
 class Turn:
@@ -319,9 +318,12 @@ class Turn:
             logger.warning("response %s not stored: its id is already held", self.response_id)
 
 
-async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[bytes, Turn | None]:
+async def prepare(
+    service: StoredResponses, scope: Scope, body: bytes, client: Codec
+) -> tuple[bytes, Turn | None]:
     """A Responses request bound for a stateless upstream: its body with the stored
-    conversation expanded in place of ``previous_response_id``, and its ``Turn``."""
+    conversation expanded in place of ``previous_response_id``, and its ``Turn``.
+    ``client`` (the client's codec) validates a continued request first."""
     store = service.store
     if store is None:
         return body, None
@@ -338,7 +340,7 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
         return body, None
     raw_input = fields.get("input")
     if previous is not None:
-        validate(body)  # before the store is read or anything expanded
+        validate(client, body)  # before the store is read or anything expanded
     owner = service.owners(scope)
     if previous is not None:
         try:
