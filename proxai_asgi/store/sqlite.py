@@ -36,17 +36,50 @@ DEFAULT_BUSY_TIMEOUT = 2.0  # seconds: a store locked longer is down, not slow
 DEFAULT_MAX_CONNECTIONS = 8
 _PRUNE_EVERY = 64  # puts between two checks of the whole store's entry bound
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS proxai_responses (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    previous_id TEXT,
-    expires_at REAL NOT NULL,
-    data BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS proxai_responses_expiry ON proxai_responses (expires_at);
-CREATE INDEX IF NOT EXISTS proxai_responses_owner ON proxai_responses (owner, expires_at);
-"""
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS proxai_responses (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        previous_id TEXT,
+        expires_at REAL NOT NULL,
+        data BLOB NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS proxai_responses_expiry ON proxai_responses (expires_at)",
+    "CREATE INDEX IF NOT EXISTS proxai_responses_owner ON proxai_responses (owner, expires_at)",
+)
+# Each owner's record count, kept by triggers, so a put checks its owner's bound in
+# one look-up (counting the owner's rows on every put grew with the bound).
+_OWNERS = (
+    """CREATE TABLE proxai_owners (owner TEXT PRIMARY KEY, n INTEGER NOT NULL)
+        WITHOUT ROWID""",
+    """CREATE TRIGGER proxai_owners_in AFTER INSERT ON proxai_responses BEGIN
+        INSERT INTO proxai_owners VALUES (new.owner, 1)
+            ON CONFLICT (owner) DO UPDATE SET n = n + 1;
+    END""",
+    """CREATE TRIGGER proxai_owners_out AFTER DELETE ON proxai_responses BEGIN
+        UPDATE proxai_owners SET n = n - 1 WHERE owner = old.owner;
+        DELETE FROM proxai_owners WHERE owner = old.owner AND n <= 0;
+    END""",
+    # (a file written before the counts existed: its records counted once)
+    "INSERT INTO proxai_owners SELECT owner, count(*) FROM proxai_responses GROUP BY owner",
+)
+
+
+def _create_schema(db: sqlite3.Connection) -> None:
+    """The tables, in one write transaction (two processes may start at once)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA:
+            db.execute(statement)
+        known = "SELECT 1 FROM sqlite_master WHERE name = 'proxai_owners'"
+        if db.execute(known).fetchone() is None:
+            for statement in _OWNERS:
+                db.execute(statement)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
 
 # The record and its ancestors, one query; the newest first (depth 0). Each step goes
 # to a strictly smaller rowid: the walk ends, whatever the ids say.
@@ -107,7 +140,7 @@ class SQLiteStore:
         try:
             if not self._ready:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(_SCHEMA)
+                _create_schema(db)
                 self._ready = True
             db.execute("PRAGMA synchronous=NORMAL")
         except BaseException:
@@ -168,11 +201,15 @@ class SQLiteStore:
             except sqlite3.IntegrityError:
                 return False  # the id is held: never replaced
             # This owner's own least recently used, past its bound (owner's index).
-            db.execute(
-                "DELETE FROM proxai_responses WHERE rowid IN (SELECT rowid FROM"
-                " proxai_responses WHERE owner = ? ORDER BY expires_at DESC LIMIT -1 OFFSET ?)",
-                (record.owner, self.max_owner_entries),
-            )
+            count = db.execute(
+                "SELECT n FROM proxai_owners WHERE owner = ?", (record.owner,)
+            ).fetchone()
+            if count is not None and count[0] > self.max_owner_entries:
+                db.execute(
+                    "DELETE FROM proxai_responses WHERE rowid IN (SELECT rowid FROM"
+                    " proxai_responses WHERE owner = ? ORDER BY expires_at LIMIT ?)",
+                    (record.owner, count[0] - self.max_owner_entries),
+                )
             if prune:
                 db.execute("DELETE FROM proxai_responses WHERE expires_at <= ?", (now,))
                 db.execute(

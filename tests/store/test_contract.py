@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,3 +296,30 @@ def test_open_store_reads_the_configuration_values(tmp_path: Path) -> None:
     assert open_store(mine) is mine
     with pytest.raises(ValueError, match="store must be"):
         open_store("postgres://x")
+
+
+async def test_sqlite_store_bounds_each_owner_of_a_file_written_before_the_bound(
+    tmp_path: Path,
+) -> None:
+    """A file from before the per-owner counts: its records are counted once opened."""
+    path = str(tmp_path / "old.db")
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE proxai_responses (id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+        " previous_id TEXT, expires_at REAL NOT NULL, data BLOB NOT NULL)"
+    )
+    for i in range(5):
+        r = record(f"resp_{i}")
+        db.execute(
+            "INSERT INTO proxai_responses VALUES (?, ?, NULL, ?, ?)",
+            (r.id, r.owner, Clock().now + 10 + i, msgspec.json.encode(r)),
+        )
+    db.commit()
+    db.close()
+    store = SQLiteStore(path, ttl=TTL, clock=Clock(), max_owner_entries=3)
+    try:
+        await store.put(record("resp_new"))
+        kept = [i for i in range(5) if await store.get(f"resp_{i}", "alice") is not None]
+        assert kept == [3, 4] and await store.get("resp_new", "alice") is not None
+    finally:
+        await store.aclose()
