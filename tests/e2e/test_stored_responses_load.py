@@ -184,3 +184,22 @@ def test_sqlite_store_answers_side_by_side_under_a_foreign_write_lock(
     # each answer's save waits one busy_timeout, side by side, then is given up.
     assert all(r in ("completed", "response.completed") for r in results), results
     assert elapsed < (n - 1) * timeout, elapsed
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_sqlite_store_locked_past_its_busy_timeout_is_a_503_in_the_clients_shape(
+    tmp_path: Path, transport: str
+) -> None:
+    path = tmp_path / "new.db"
+    store = SQLiteStore(str(path), busy_timeout=0.2)
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, transport, store=store) as url, foreign_write_lock(path):
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        started = time.perf_counter()
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.responses.create(model=MODEL, input="hi", previous_response_id="resp_1")
+        elapsed = time.perf_counter() - started
+        client.close()
+    assert caught.value.status_code == 503
+    assert caught.value.response.json()["error"]["code"] == "store_unavailable"
+    assert elapsed < 5, elapsed  # one busy_timeout (0.2 s), not sqlite's default 5 s
