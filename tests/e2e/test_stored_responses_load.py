@@ -203,3 +203,22 @@ def test_sqlite_store_locked_past_its_busy_timeout_is_a_503_in_the_clients_shape
     assert caught.value.status_code == 503
     assert caught.value.response.json()["error"]["code"] == "store_unavailable"
     assert elapsed < 5, elapsed  # one busy_timeout (0.2 s), not sqlite's default 5 s
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_a_large_stored_input_is_kept_whole_and_continued(transport: str) -> None:
+    """An input past the size made into stored items off the event loop: every item
+    kept (with an id) and sent on when the conversation continues."""
+    model = ScriptedModel(CHAT, COMMAND)
+    items = [{"role": "user", "content": f"note {k:05d} " + "x" * 80} for k in range(2000)]
+    with proxy(model, transport) as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        first = client.responses.create(model=MODEL, input=items)  # type: ignore[arg-type]
+        listed = list(client.responses.input_items.list(first.id, order="asc", limit=100))
+        client.responses.create(model=MODEL, input="and?", previous_response_id=first.id)
+        client.close()
+    assert len(listed) == 2000 and all(item.id for item in listed)
+    decoded = model.exchanges[1].decoded
+    assert decoded is not None
+    sent = [p.text for m in decoded.messages for p in m.content if hasattr(p, "text")]
+    assert sum(1 for t in sent if t.startswith("note ")) == 2000 and sent[-1] == "and?"
