@@ -150,3 +150,18 @@ def test_store_bounds_per_owner_a_flooding_tenant_leaves_others_continuable(
             assert "B's own conversation" in texts(model, 9)
             a.close()
             b.close()
+
+
+@pytest.mark.parametrize("previous", ["resp_x:owner", "../resp_1", "r" * 300])
+def test_a_previous_id_no_store_can_hold_is_not_found_without_asking_the_store(
+    previous: str,
+) -> None:
+    model = ScriptedModel(CHAT, COMMAND)
+    with proxy(model, "inner") as url:
+        client = openai.OpenAI(base_url=url, api_key="sk-client", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.responses.create(model=MODEL, input="hi", previous_response_id=previous)
+        client.close()
+    error = caught.value.response.json()["error"]
+    assert error["code"] == "previous_response_not_found" and len(error["message"]) < 120
+    assert model.exchanges == []
