@@ -225,6 +225,9 @@ class Request(msgspec.Struct, gc=False, kw_only=True):
     top_logprobs: int | None = None
     previous_response_id: str | None = None
     background: bool | None = None
+    # The id a Responses client's answer gets when it is stored (minted by the store
+    # layer, never the upstream's: upstreams repeat ids); None: derived from upstream.
+    response_id: str | None = None
 
 
 # --------------------------------------------------------------------- response

@@ -134,6 +134,10 @@ async def serve(ex: Exchange, up: Upstream, body: bytes) -> bytes | None:
         obj["input"] = expanded[:-1]
         summary, answer = await summarize(obj, _generator(ex))
         result = response_object(obj, answer, compaction_item(summary))
+        from .stored_responses import Turn
+
+        if isinstance(ex.turn, Turn):  # stored: under the id minted for this turn
+            result["id"] = ex.turn.response_id
         if obj.get("stream"):
             await ex.start(200, [(b"content-type", b"text/event-stream; charset=utf-8")])
             await ex.body(stream_events(result), more=False)

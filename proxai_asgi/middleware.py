@@ -66,7 +66,7 @@ async def generate(ex: Exchange, body: bytes) -> None:
         await ex.mw.stored.ready()
     if ex.client.stateful and up.protocol != ex.client.name:
         # previous_response_id expanded from the store; the answer recorded.
-        body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body)
+        body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body, ex.client)
     elif ex.client.stateful and stored_claims.server_keyed(up):
         # The upstream keeps state but sees only our key: the proxy checks who owns
         # the response continued, and records who owns the answer.

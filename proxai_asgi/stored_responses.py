@@ -9,6 +9,14 @@ gone. The answer is recorded as the client received it (for a stream, the termin
 event's response, which is the folded stream) once it has ended, before its last
 bytes leave, so a client (or another instance) chaining from it at once finds it.
 
+A stored answer's id is minted here (``resp_`` and 24 random bytes), never the
+upstream's (upstreams repeat ids): the client's encoder writes it into the answer
+(its item ids derive from it) and the record is saved under it, insert-only. A
+continued request is validated by the client's codec before anything is expanded,
+and the expansion is a splice of bytes; turning a request's input into the items
+kept with its answer happens once the answer has ended (a large input in a worker
+thread), and only for what is stored.
+
 The pure parts (expansion, item ids, the recorder) are sans-IO; ``prepare`` and the
 ``Turn`` are the thin async layer the middleware calls. The GET and DELETE endpoints
 are in ``stored_endpoints.py``.
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -28,7 +37,8 @@ import anyio
 import msgspec
 
 from . import ids
-from .errors import ProxyError
+from .codec import Codec
+from .errors import ProxyError, TranslationReport
 from .sse import SSEDecoder
 from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
 from .upstream import Scope, client_credential
@@ -47,6 +57,22 @@ class _Output(msgspec.Struct):
 
 
 _output = msgspec.json.Decoder(_Output)
+
+
+class _Id(msgspec.Struct):
+    id: Any = None
+
+
+_id = msgspec.json.Decoder(_Id)
+
+# What an id the store may hold looks like (ours are ``resp_`` and hex): any other
+# ``previous_response_id`` is not found without asking the store, whose keys it
+# could otherwise name (Redis keys beside the records).
+_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+# A request's input larger than this (bytes) becomes its stored items in a worker
+# thread: that work is per item, in Python, and must not hold the event loop.
+OFFLOAD_BYTES = 64 * 1024
 
 # Item id prefixes, as the Responses API mints them.
 _ID_PREFIX = {
@@ -181,43 +207,45 @@ def _not_found(response_id: str) -> ProxyError:
 def with_ids(items: list[Any]) -> list[msgspec.Raw]:
     """A request's input items as they are stored: each with an ``id`` (minted where
     the client sent none, so listings can page by id), a bare-string message content
-    as the part list the API lists it as, and a role-only message typed."""
-    out: list[msgspec.Raw] = []
-    for item in items:
-        if not isinstance(item, dict):
-            out.append(msgspec.Raw(_enc.encode(item)))
-            continue
-        kind = item.get("type")
-        if kind is None and "role" in item:
-            item = {"type": "message", **item}
-            kind = "message"
-        if kind == "message" and isinstance(item.get("content"), str):
-            part = "output_text" if item.get("role") == "assistant" else "input_text"
-            text: dict[str, Any] = {"type": part, "text": item["content"]}
-            if part == "output_text":
-                text["annotations"] = []
-            item = {**item, "content": [text]}
-        if not item.get("id"):
-            item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + ids.random_hex(16)}
-        out.append(msgspec.Raw(_enc.encode(item)))
-    return out
+    as the part list the API lists it as, and a role-only message typed. Items may
+    be raw JSON, decoded one at a time (never the whole input at once)."""
+    return [_with_id(_any.decode(item) if type(item) is msgspec.Raw else item) for item in items]
+
+
+def _with_id(item: Any) -> msgspec.Raw:
+    if not isinstance(item, dict):
+        return msgspec.Raw(_enc.encode(item))
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        item = {"type": "message", **item}
+        kind = "message"
+    if kind == "message" and isinstance(item.get("content"), str):
+        part = "output_text" if item.get("role") == "assistant" else "input_text"
+        text: dict[str, Any] = {"type": part, "text": item["content"]}
+        if part == "output_text":
+            text["annotations"] = []
+        item = {**item, "content": [text]}
+    if not item.get("id"):
+        item = {**item, "id": _ID_PREFIX.get(str(kind), "item_") + ids.random_hex(16)}
+    return msgspec.Raw(_enc.encode(item))
 
 
 def _field(fields: dict[str, msgspec.Raw], name: str, default: Any) -> Any:
     return _any.decode(fields[name]) if name in fields else default
 
 
+_input_value = msgspec.json.Decoder(str | list[msgspec.Raw] | None)
+
+
 def _input_list(raw: msgspec.Raw | None) -> list[Any]:
-    if raw is None:
-        return []
-    value = _any.decode(raw)
+    """A request's ``input`` as a list of items, each left raw."""
+    try:
+        value = _input_value.decode(raw) if raw is not None else None
+    except msgspec.ValidationError:
+        raise ProxyError.invalid("input must be a string or a list of items", "input") from None
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
-    if isinstance(value, list):
-        return value
-    if value is None:
-        return []
-    raise ProxyError.invalid("input must be a string or a list of items", param="input")
+    return value or []
 
 
 def history(chain: list[StoredResponse]) -> list[msgspec.Raw]:
@@ -236,23 +264,63 @@ def input_items(chain: list[StoredResponse]) -> list[msgspec.Raw]:
     return [*history(chain[:-1]), *chain[-1].input]
 
 
+def continued(history: list[msgspec.Raw], raw: msgspec.Raw | None) -> bytes:
+    """The ``input`` sent on for a continued request: the stored ``history``, then the
+    request's own ``input`` (a validated string or list), joined as bytes (the items
+    are not parsed: the codec reads them next)."""
+    joined = b",".join(history)
+    value = bytes(raw).strip() if raw is not None else b"null"
+    if value.startswith(b"["):
+        rest = value[1:].lstrip()
+        if rest.startswith(b"]"):
+            return b"[" + joined + b"]"
+        return b"[" + joined + (b"," if joined else b"") + rest
+    if value.startswith(b'"'):
+        user = b'{"type":"message","role":"user","content":' + value + b"}"
+        return b"[" + joined + (b"," if joined else b"") + user + b"]"
+    if value == b"null":
+        return b"[" + joined + b"]"
+    raise ProxyError.invalid("input must be a string or a list of items", param="input")
+
+
+def stored_items(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
+    """A request's ``input`` as it is kept with its answer (``with_ids``)."""
+    return with_ids(_input_list(raw))
+
+
+async def stored_items_off_loop(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
+    if raw is not None and len(raw) > OFFLOAD_BYTES:
+        return await anyio.to_thread.run_sync(stored_items, raw)
+    return stored_items(raw)
+
+
+def validate(client: Codec, body: bytes) -> None:
+    """The request as the client's codec reads it (a 400 for what OpenAI rejects),
+    before anything of it is expanded. Leniently (lossy): only its shape is checked
+    here; the translation checks the expanded request in full."""
+    client.decode_request(body, TranslationReport(lossy=True))
+
+
 class Turn:
-    """One Responses request over a stateless upstream: where it continues from, and
-    (unless ``store: false``) the recorder that keeps its answer."""
+    """One Responses request over a stateless upstream: where it continues from, the
+    id its answer gets (minted here), and (unless ``store: false``) the recorder
+    that keeps its answer with the request's ``input``."""
 
     def __init__(
         self,
         service: StoredResponses,
         owner: str,
         previous_id: str | None,
-        items: list[msgspec.Raw] | None,
+        input: msgspec.Raw | None,
         stream: bool,
+        keep: bool = True,
     ) -> None:
         self.service = service
         self.owner = owner
         self.previous_id = previous_id
-        self.recorder = Recorder(stream) if items is not None else None
-        self.items = items or []
+        self.response_id = "resp_" + ids.random_hex(24)
+        self.recorder = Recorder(stream) if keep else None
+        self.input = input
         self.saved = False
 
     async def observe(self, status: int, data: bytes, more: bool) -> None:
@@ -275,26 +343,38 @@ class Turn:
     async def _save(self, response: bytes) -> None:
         self.saved = True
         store = self.service.store
-        response_id = _any.decode(response).get("id") if store is not None else None
-        if store is None or not isinstance(response_id, str):
+        if store is None:
             return
+        try:
+            named = _id.decode(response).id
+            items = await stored_items_off_loop(self.input)
+        except (msgspec.DecodeError, UnicodeDecodeError, ProxyError):
+            return  # not an answer of ours (the request was validated on its way)
+        if named != self.response_id:
+            return  # only the id minted for this turn is ever stored
         record = StoredResponse(
-            id=response_id,
+            id=self.response_id,
             owner=self.owner,
             created_at=time.time(),
             previous_id=self.previous_id,
-            input=self.items,
+            input=items,
             response=msgspec.Raw(response),
         )
         try:
-            await store.put(record)
+            stored = await store.put(record)
         except StoreUnavailable as exc:
-            logger.warning("response %s answered but not stored: %s", response_id, exc)
+            logger.warning("response %s answered but not stored: %s", self.response_id, exc)
+            return
+        if stored is False:  # (a store object of the application's may return None)
+            logger.warning("response %s not stored: its id is already held", self.response_id)
 
 
-async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[bytes, Turn | None]:
+async def prepare(
+    service: StoredResponses, scope: Scope, body: bytes, client: Codec
+) -> tuple[bytes, Turn | None]:
     """A Responses request bound for a stateless upstream: its body with the stored
-    conversation expanded in place of ``previous_response_id``, and its ``Turn``."""
+    conversation expanded in place of ``previous_response_id``, and its ``Turn``.
+    ``client`` (the client's codec) validates a continued request first."""
     store = service.store
     if store is None:
         return body, None
@@ -303,15 +383,17 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
         previous = _field(fields, "previous_response_id", None)
         keep = _field(fields, "store", True)
         stream = _field(fields, "stream", False)
-        if previous is not None and not isinstance(previous, str):
-            raise ProxyError.invalid(
-                "previous_response_id must be a string", "previous_response_id"
-            )
-        if previous is None and keep is False:
-            return body, None
-        items = with_ids(_input_list(fields.get("input")))
     except (msgspec.DecodeError, UnicodeDecodeError):
         return body, None  # not JSON (or not UTF-8): the codec answers with its 400
+    if previous is not None and not isinstance(previous, str):
+        raise ProxyError.invalid("previous_response_id must be a string", "previous_response_id")
+    if previous is None and keep is False:
+        return body, None
+    raw_input = fields.get("input")
+    if previous is not None:
+        validate(client, body)  # before the store is read or anything expanded
+        if not _ID.fullmatch(previous):  # no id of ours: the store is not asked
+            raise not_found_previous(previous[:64] + ("..." if len(previous) > 64 else ""))
     owner = service.owners(scope)
     if previous is not None:
         try:
@@ -323,16 +405,14 @@ async def prepare(service: StoredResponses, scope: Scope, body: bytes) -> tuple[
         if chain[0].previous_id is not None:
             raise not_found_previous(chain[0].previous_id)
         del fields["previous_response_id"]
-        fields["input"] = msgspec.Raw(_enc.encode([*history(chain), *items]))
+        fields["input"] = msgspec.Raw(continued(history(chain), raw_input))
     rewrite = previous is not None
     if keep is True and "store" in fields:
         del fields["store"]  # honoured here: not a field the translation drops
         rewrite = True
     if rewrite:
         body = _enc.encode(fields)
-    return body, Turn(
-        service, owner, previous, items if keep is not False else None, stream is True
-    )
+    return body, Turn(service, owner, previous, raw_input, stream is True, keep is not False)
 
 
 # ------------------------------------------------------------ response side

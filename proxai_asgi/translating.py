@@ -10,6 +10,7 @@ from .exchange import Exchange
 from .protocols import get_codec
 from .pumping import pump
 from .routing import Upstream
+from .stored_responses import Turn
 from .upstream import RawHeaders, UpstreamResponse
 
 MAX_ERROR_BODY = 1024 * 1024
@@ -27,8 +28,9 @@ async def translate(ex: Exchange, up: Upstream, body: bytes) -> None:
         ex.client, get_codec(up.protocol), body, up, model=ex.model, stream=ex.stream
     )
     ex.dropped = translation.dropped
-    if ex.turn is not None:  # expanded from the store: the answer names what it continued
+    if isinstance(ex.turn, Turn):  # a stored turn: the answer names what it continued,
         translation.request.previous_response_id = ex.turn.previous_id
+        translation.request.response_id = ex.turn.response_id  # and the id it is kept under
     async with ex.open(up, translation.body, passthrough=False) as resp:
         if not 200 <= resp.status < 300:
             err = translation.target.decode_error(resp.status, await resp.read(MAX_ERROR_BODY))

@@ -18,8 +18,9 @@ from typing import Protocol
 
 import msgspec
 
-# A chain longer than this is cut (ids are random, so a cycle cannot happen; the
-# bound keeps a corrupt store from looping).
+# A chain longer than this is cut. (Ids are minted at random and records only ever
+# inserted; every engine also steps only to strictly older records, so a chain
+# cannot loop even in a store written by something else.)
 MAX_CHAIN = 100_000
 DEFAULT_TTL = 30 * 24 * 3600.0  # OpenAI keeps stored responses 30 days
 
@@ -66,7 +67,10 @@ class ResponseStore(Protocol):
     under its client). Any backend failure raises ``StoreUnavailable``.
     """
 
-    async def put(self, record: StoredResponse) -> None: ...
+    async def put(self, record: StoredResponse) -> bool:
+        """Insert the record; False, writing nothing, when its id is already held: a
+        record is never replaced (ids are the store layer's, minted at random)."""
+        ...
 
     async def get(self, response_id: str, owner: str) -> StoredResponse | None:
         """The record, or None when unknown, expired, deleted or another owner's."""

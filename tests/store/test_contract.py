@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -45,23 +47,28 @@ def redis() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Subject]:
+def build(request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Subject:
+    """The engine ``request.param`` names, with ``options``."""
     clock = Clock()
     store: ResponseStore
     if request.param == "memory":
-        store = MemoryStore(ttl=TTL, clock=clock)
+        store = MemoryStore(ttl=TTL, clock=clock, **options)
     elif request.param == "sqlite":
-        store = SQLiteStore(str(tmp_path / "responses.db"), ttl=TTL, clock=clock)
+        store = SQLiteStore(str(tmp_path / "responses.db"), ttl=TTL, clock=clock, **options)
     else:
         server: RedisServer = request.getfixturevalue("redis")
         prefix = f"test:{secrets.token_hex(4)}:"
-        store = RedisStore(server.url, prefix=prefix, ttl=TTL)
-        clock = None  # type: ignore[assignment]
+        return Subject(RedisStore(server.url, prefix=prefix, ttl=TTL, **options), None)
+    return Subject(store, clock)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Subject]:
+    made = build(request, tmp_path)
     try:
-        yield Subject(store, clock)
+        yield made
     finally:
-        await store.aclose()
+        await made.store.aclose()
 
 
 def record(rid: str, owner: str = "alice", previous: str | None = None) -> StoredResponse:
@@ -100,11 +107,65 @@ async def test_unknown_ids_and_other_owners_read_as_absent(subject: Subject) -> 
     assert await subject.store.chain("resp_nope", "alice") == []
 
 
-async def test_a_put_with_the_same_id_replaces_the_record(subject: Subject) -> None:
-    await subject.store.put(record("resp_1", previous=None))
-    await subject.store.put(record("resp_1", previous="resp_0"))
+async def test_stored_ids_are_never_replaced_whoever_puts_them(subject: Subject) -> None:
+    # (This test said the opposite before issue 26: a put replaced a held id, so an
+    # upstream repeating its ids overwrote another tenant's conversation.)
+    assert await subject.store.put(record("resp_1", previous=None)) is True
+    assert await subject.store.put(record("resp_1", previous="resp_0")) is False
+    assert await subject.store.put(record("resp_1", owner="mallory", previous="resp_1")) is False
     got = await subject.store.get("resp_1", "alice")
-    assert got is not None and got.previous_id == "resp_0"
+    assert got is not None and got.previous_id is None
+    assert await subject.store.get("resp_1", "mallory") is None
+    assert not await subject.store.delete("resp_1", "mallory")
+    assert await subject.store.get("resp_1", "alice") is not None
+
+
+async def test_stored_chains_cannot_loop_on_self_pointing_or_cyclic_records(
+    subject: Subject,
+) -> None:
+    """Whatever the ids say (ids are minted, so only a store written by something else
+    could hold these), a walk visits each record at most once: it ends at once."""
+    await subject.store.put(record("resp_self", previous="resp_self"))
+    chain = await subject.store.chain("resp_self", "alice")
+    assert [r.id for r in chain] == ["resp_self"]  # its previous_id: the break shows
+    await subject.store.put(record("resp_p", previous="resp_q"))
+    await subject.store.put(record("resp_q", previous="resp_p"))
+    assert [r.id for r in await subject.store.chain("resp_q", "alice")] == ["resp_p", "resp_q"]
+    # memory and SQLite step only to older records, Redis to records not yet seen
+    assert [r.id for r in await subject.store.chain("resp_p", "alice")] in (
+        ["resp_p"],
+        ["resp_q", "resp_p"],
+    )
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite", "redis"])
+async def test_store_bounds_per_owner_one_tenant_cannot_evict_another(
+    request: pytest.FixtureRequest, tmp_path: Path, engine: str
+) -> None:
+    request.param = engine  # type: ignore[attr-defined]
+    made = build(request, tmp_path, max_owner_entries=3)
+    store = made.store
+    try:
+        await store.put(record("resp_bob", owner="bob"))
+        for i in range(12):
+            if made.clock is not None:
+                made.clock.now += 1
+            await store.put(record(f"resp_a{i}", owner="alice"))
+        assert await store.get("resp_bob", "bob") is not None
+        kept = [i for i in range(12) if await store.get(f"resp_a{i}", "alice") is not None]
+        assert kept == [9, 10, 11]  # alice's own least recently used went
+    finally:
+        await store.aclose()
+
+
+async def test_memory_store_bounds_each_owner_by_bytes_too() -> None:
+    size = record("resp_0").size()
+    store = MemoryStore(max_owner_bytes=size * 2 + size // 2)
+    await store.put(record("resp_bob", owner="bob"))
+    for i in range(6):
+        await store.put(record(f"resp_{i}"))
+    assert await store.get("resp_bob", "bob") is not None
+    assert [i for i in range(6) if await store.get(f"resp_{i}", "alice")] == [4, 5]
 
 
 async def test_chain_walks_to_the_first_turn_oldest_first(subject: Subject) -> None:
@@ -235,3 +296,30 @@ def test_open_store_reads_the_configuration_values(tmp_path: Path) -> None:
     assert open_store(mine) is mine
     with pytest.raises(ValueError, match="store must be"):
         open_store("postgres://x")
+
+
+async def test_sqlite_store_bounds_each_owner_of_a_file_written_before_the_bound(
+    tmp_path: Path,
+) -> None:
+    """A file from before the per-owner counts: its records are counted once opened."""
+    path = str(tmp_path / "old.db")
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE proxai_responses (id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+        " previous_id TEXT, expires_at REAL NOT NULL, data BLOB NOT NULL)"
+    )
+    for i in range(5):
+        r = record(f"resp_{i}")
+        db.execute(
+            "INSERT INTO proxai_responses VALUES (?, ?, NULL, ?, ?)",
+            (r.id, r.owner, Clock().now + 10 + i, msgspec.json.encode(r)),
+        )
+    db.commit()
+    db.close()
+    store = SQLiteStore(path, ttl=TTL, clock=Clock(), max_owner_entries=3)
+    try:
+        await store.put(record("resp_new"))
+        kept = [i for i in range(5) if await store.get(f"resp_{i}", "alice") is not None]
+        assert kept == [3, 4] and await store.get("resp_new", "alice") is not None
+    finally:
+        await store.aclose()

@@ -433,7 +433,7 @@ def _join_or_open(
     return opened
 
 
-def output_items(response: c.Response) -> list[w.OutputItem]:
+def output_items(response: c.Response, rid: str | None = None) -> list[w.OutputItem]:
     """The canonical content as Responses output items, exactly as the stream encoder
     emits them (spec streaming-identifiers: one canonical block, one item):
 
@@ -447,9 +447,10 @@ def output_items(response: c.Response) -> list[w.OutputItem]:
     - reasoning and tool calls are sibling items, in content order.
 
     Every item is ``completed``: a part is done once its block stopped, and a truncated
-    answer says so in the response status and ``incomplete_details``.
+    answer says so in the response status and ``incomplete_details``. Item ids derive
+    from ``rid``, the response's id (the upstream's when None).
     """
-    rid = response.id
+    rid = rid or response.id
     items: list[w.OutputItem] = []
     joinable: w.OutputMessage | None = None  # a text's message a refusal may join
     refused: w.OutputMessage | None = None  # a refusal's message a text may join
@@ -516,12 +517,13 @@ def message_item(
 
 def encode_response(response: c.Response, request: c.Request) -> bytes:
     status = terminal_status(response.stop_reason)
+    rid = request.response_id or response.id  # minted when the answer is stored
     obj = ResponseShell(request).build(
-        id=ids.derive("resp_", response.id),
+        id=ids.derive("resp_", rid),
         created_at=response.created or int(time.time()),
         model=response.model,
         status=status,
-        output=output_items(response),
+        output=output_items(response, rid),
         usage=response.usage,
         stop=response.stop_reason,
     )

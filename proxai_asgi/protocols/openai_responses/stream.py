@@ -923,8 +923,9 @@ class ResponsesStreamEncoder:
 
     def _start(self, ev: c.MessageStart) -> bytes:
         self.phase = _ENCODER_STREAMING
-        # Minted once, so every id of the stream derives from the same base.
-        self._upstream_id = ev.id or ids.random_hex(12)
+        # Minted once, so every id of the stream derives from the same base (the stored
+        # answer's id, minted by the store layer, when there is one).
+        self._upstream_id = self._request.response_id or ev.id or ids.random_hex(12)
         self._id = ids.derive("resp_", self._upstream_id)
         self._model = ev.model or self._request.model
         self._created = ev.created or int(time.time())
