@@ -11,6 +11,13 @@ from .bounded_cache import BoundedCache
 # Prefixes the three APIs put on response ids; stripped before re-prefixing.
 _KNOWN = ("chatcmpl-", "chatcmpl_", "resp_", "msg_")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+# What a response id a client names may be: one URL path segment with nothing to
+# decode or escape, and no name of the store's own keys (``claim:``, Redis meta keys).
+_RESPONSE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+
+def valid_response_id(response_id: str) -> bool:
+    return _RESPONSE_ID.fullmatch(response_id) is not None
 
 
 def base_id(upstream_id: str) -> str:

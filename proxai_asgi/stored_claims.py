@@ -14,7 +14,7 @@ one the upstream never minted (OpenAI's 404, or its 400
 claimed, so none is reachable through the proxy.
 
 A claim is a store record under ``claim:`` + the id: no client id can name it, since
-every id a client sends is checked against ``RESPONSE_ID`` first.
+every id a client sends is checked with ``ids.valid_response_id`` first.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 
 import msgspec
 
+from .ids import valid_response_id
 from .routing import Upstream
 from .sse import SSEDecoder
 from .store import StoredResponse, StoreUnavailable
@@ -33,15 +34,9 @@ from .upstream import CREDENTIALS, Scope
 
 logger = logging.getLogger("proxai_asgi")
 
-# What a response id may be: one URL path segment, with nothing to decode or escape.
-RESPONSE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _PREFIX = "claim:"
 MAX_SCAN = 4 * 1024 * 1024  # bytes of an answer searched for its id, at most
 _JSON_ID = re.compile(rb'\A\s*\{\s*"id"\s*:\s*"([A-Za-z0-9_-]{1,200})"')  # OpenAI's order
-
-
-def valid_id(response_id: str) -> bool:
-    return RESPONSE_ID.fullmatch(response_id) is not None
 
 
 def shown(response_id: str) -> str:
@@ -66,7 +61,7 @@ async def claimed(service: StoredResponses, scope: Scope, response_id: str) -> s
     """``where`` the upstream that answered ``response_id`` for this caller is, or
     None when the caller does not own it."""
     store = service.store
-    if store is None or not valid_id(response_id):
+    if store is None or not valid_response_id(response_id):
         return None
     try:
         record = await store.get(_PREFIX + response_id, service.owners(scope))
@@ -201,7 +196,7 @@ class Claimer:
 
     async def _claim(self, response_id: str) -> None:
         store = self.service.store
-        if store is None or not valid_id(response_id):
+        if store is None or not valid_response_id(response_id):
             return  # an id no client could ask for
         record = StoredResponse(
             id=_PREFIX + response_id,

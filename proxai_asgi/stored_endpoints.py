@@ -14,11 +14,12 @@ from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import msgspec
 
+from . import ids
 from .codec import Codec
 from .errors import ProxyError
 from .protocols import all_codecs
 from .store import StoreUnavailable
-from .stored_claims import claimed, release, server_keyed, shown, valid_id, where
+from .stored_claims import claimed, release, server_keyed, shown, where
 from .stored_responses import StoredResponses, input_items, unavailable
 from .upstream import Receive, Scope, Send, client_headers_from_upstream, upstream_headers
 
@@ -170,7 +171,7 @@ async def endpoint(
     service = mw.stored
     status, body = 200, b""
     try:
-        if not valid_id(response_id):
+        if not ids.valid_response_id(response_id):
             raise _not_found(shown(response_id))
         await service.ready()
         if scope["method"] == "DELETE":

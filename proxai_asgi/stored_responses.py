@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -64,11 +63,6 @@ class _Id(msgspec.Struct):
 
 
 _id = msgspec.json.Decoder(_Id)
-
-# What an id the store may hold looks like (ours are ``resp_`` and hex): any other
-# ``previous_response_id`` is not found without asking the store, whose keys it
-# could otherwise name (Redis keys beside the records).
-_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 # A request's input larger than this (bytes) becomes its stored items in a worker
 # thread: that work is per item, in Python, and must not hold the event loop.
@@ -392,7 +386,7 @@ async def prepare(
     raw_input = fields.get("input")
     if previous is not None:
         validate(client, body)  # before the store is read or anything expanded
-        if not _ID.fullmatch(previous):  # no id of ours: the store is not asked
+        if not ids.valid_response_id(previous):  # no id of ours: the store is not asked
             raise not_found_previous(previous[:64] + ("..." if len(previous) > 64 else ""))
     owner = service.owners(scope)
     if previous is not None:
