@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .canonical import StopReason, Text
+from .errors import ProxyError, TranslationReport
 
 # ---- OpenAI Chat finish_reason
 
@@ -116,3 +117,34 @@ def joined_system(parts: Sequence[Text]) -> str | None:
     ``system`` content, Responses ``instructions``): many Chat-compatible servers reject
     a content array there. Parts are kept apart by a blank line; None when all empty."""
     return "\n\n".join([t.text for t in parts if t.text]) or None
+
+
+# ---- output-token limits toward upstreams with another minimum
+
+
+def token_limit(
+    limit: int | None, minimum: int, report: TranslationReport, target: str
+) -> int | None:
+    """A client's output-token limit (valid for its own API) for an upstream that takes
+    nothing below ``minimum``. Never changed silently:
+    - below 0: a 400 (every client codec rejects it first; this guards the rest);
+    - 0, Anthropic's "write the prompt cache, answer nothing": no such request exists
+      upstream, so a 400 naming ``max_tokens`` (lossy mode: the minimum, reported);
+    - between 1 and the minimum (the Responses API's 16; Claude Code's quota probe sends
+      1): the minimum, reported as ``max_tokens``. A few more tokens allowed is the
+      same kind of answer, and a 400 would break the clients that probe with 1.
+    """
+    if limit is None or limit >= minimum:
+        return limit
+    if limit < 0:
+        raise ProxyError.invalid(
+            f"max_tokens: Input should be greater than or equal to 0 (got {limit})", "max_tokens"
+        )
+    if limit == 0:
+        report.reject(
+            "max_tokens",
+            f"0 (writing the prompt cache without an answer) has no equivalent in {target}, "
+            f"which takes at least {minimum}",
+        )
+    report.drop("max_tokens")
+    return minimum

@@ -36,7 +36,7 @@ from typing import Any, Literal, NamedTuple, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, json_objects, reasoning_carry, tool_schemas
+from ... import exact_json, ids, json_objects, policy, reasoning_carry, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -720,7 +720,7 @@ def _to_wire(
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
-        max_tokens=request.max_tokens or _max_tokens(request, thinking, options),
+        max_tokens=_max_tokens(request, thinking, options, report),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
@@ -752,14 +752,18 @@ _NO_THINKING: tuple[None, None] = (None, None)
 
 
 def _max_tokens(
-    request: c.Request, thinking: wire.ThinkingConfig | None, options: UpstreamOptions
+    request: c.Request,
+    thinking: wire.ThinkingConfig | None,
+    options: UpstreamOptions,
+    report: TranslationReport,
 ) -> int:
-    """The client's max_tokens, or the default; with no max_tokens from the client and
-    a thinking budget at least as large (Gemini CLI asks for 8192 and no limit),
-    room for the answer on top of the budget, since Anthropic requires budget <
-    max_tokens."""
-    if request.max_tokens:
-        return request.max_tokens
+    """The client's max_tokens (0 too: Anthropic takes it, to write the prompt cache
+    without an answer), or the default; with no max_tokens from the client and a
+    thinking budget at least as large (Gemini CLI asks for 8192 and no limit), room
+    for the answer on top of the budget, since Anthropic requires budget < max_tokens."""
+    limit = request.max_tokens
+    if limit is not None:
+        return limit if limit >= 0 else policy.token_limit(limit, 0, report, "Anthropic") or 0
     budget = thinking.budget_tokens if thinking is not None else None
     if budget is not None and budget >= options.default_max_tokens:
         return budget + options.default_max_tokens

@@ -36,6 +36,10 @@ def validate(req: wire.ClientMessagesRequest, tools: list[Any] | None = None) ->
     """Raise the 400 Anthropic gives for the cases the translation would otherwise alter.
     The messages' tool_use / tool_result pairing is checked while they are converted
     (``request._messages_in``), which calls ``tool_results_follow`` for the error."""
+    if req.max_tokens < 0:  # (0 is valid: it writes the prompt cache, answering nothing)
+        raise ProxyError.invalid(
+            "max_tokens: Input should be greater than or equal to 0", "max_tokens"
+        )
     t = req.temperature
     if t is not None and not 0 <= t <= 1:
         raise ProxyError.invalid(

@@ -1072,11 +1072,14 @@ def _to_wire(
     # Set apart: a call with 16 keywords or more is compiled into one taking a dict,
     # which costs the Struct half a microsecond more (see bench/notes-fixed-cost.md).
     out.verbosity = request.verbosity
-    if request.max_tokens is not None:
+    limit = request.max_tokens
+    if limit is not None:
+        if limit < 1:  # (OpenAI's minimum is 1: an Anthropic client's 0 is refused)
+            limit = policy.token_limit(limit, 1, report, "Chat Completions")
         if options.chat_max_tokens_field == "max_tokens":
-            out.max_tokens = request.max_tokens
+            out.max_tokens = limit
         else:
-            out.max_completion_tokens = request.max_tokens
+            out.max_completion_tokens = limit
     if request.stream:
         out.stream = True
         out.stream_options = {"include_usage": True}
