@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .canonical import StopReason, Text
+import msgspec
+
+from .canonical import Message, Request, StopReason, Text
 from .errors import ProxyError, TranslationReport
 
 # ---- OpenAI Chat finish_reason
@@ -117,6 +119,25 @@ def joined_system(parts: Sequence[Text]) -> str | None:
     ``system`` content, Responses ``instructions``): many Chat-compatible servers reject
     a content array there. Parts are kept apart by a blank line; None when all empty."""
     return "\n\n".join([t.text for t in parts if t.text]) or None
+
+
+def hoist_system_turns(request: Request, report: TranslationReport) -> Request:
+    """``request`` for an upstream with no system turn inside the conversation (Gemini:
+    only ``systemInstruction``): its system turns appended to the system prompt, in
+    order, reported as ``messages.system`` since they lose their place. Their text
+    keeps its authority (a user turn holding it would not); what the model reads
+    before its answer is the same, but an instruction given late now stands first."""
+    if not request.system_turns:
+        return request
+    system = list(request.system)
+    messages: list[Message] = []
+    for m in request.messages:
+        if m.role == "system":
+            system.extend(p for p in m.content if type(p) is Text)
+        else:
+            messages.append(m)
+    report.drop("messages.system")
+    return msgspec.structs.replace(request, system=system, messages=messages, system_turns=False)
 
 
 # ---- output-token limits toward upstreams with another minimum

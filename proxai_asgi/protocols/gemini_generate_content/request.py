@@ -944,6 +944,8 @@ def encode_request(
 
 
 def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
+    if request.system_turns:  # Gemini has no system turn in a conversation
+        request = policy.hoist_system_turns(request, report)
     if not RARE_REQUEST_FIELDS(request):
         _check_fields(request, report)
     if request.parallel_tool_calls is False:

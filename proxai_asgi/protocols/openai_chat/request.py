@@ -730,6 +730,15 @@ class _Encoder:
         self.options = options
         self.messages: list[w.Message] = []
 
+    def system_turn(self, m: c.Message) -> w.SystemMessage | None:
+        """A ``system`` turn (text only) as a system message, its texts in one string
+        (``policy.joined_system``, as for the system prompt); None when all empty."""
+        texts = [p for p in m.content if type(p) is c.Text]
+        for t in texts:
+            self._cache(t.cache_control)
+        said = policy.joined_system(texts)
+        return w.SystemMessage(content=said) if said is not None else None
+
     def _cache(self, cache_control: dict[str, Any] | None) -> None:
         if cache_control is not None:
             self.report.drop("cache_control")
@@ -959,6 +968,10 @@ def _to_wire(
                     )
         elif m.role == "user":
             enc.user(m, i)
+        elif m.role == "system":  # a mid-conversation instruction: in place, as it was
+            instruction = enc.system_turn(m)
+            if instruction is not None:
+                out_messages.append(instruction)
         else:
             parts = m.content
             if len(parts) == 1:  # the usual tool turn: one result of one text, inline

@@ -938,6 +938,15 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
 
 def _message_items(m: c.Message, items: list[Any], report: TranslationReport) -> None:
     """Any turn's items onto ``items`` (the general path of ``_input_items``)."""
+    if m.role == "system":  # a mid-conversation instruction: a system message, in place
+        said: list[w.InputContent] = [
+            w.InputText(text=p.text) for p in m.content if type(p) is c.Text and p.text
+        ]
+        if any(type(p) is c.Text and p.cache_control for p in m.content):
+            report.drop("cache_control")
+        if said:
+            items.append(w.MessageItem(role="system", content=said))
+        return
     assistant = m.role == "assistant"
     text, call, result = c.Text, c.ToolCall, c.ToolResult
     pending: list[Any] = []
