@@ -818,6 +818,40 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
     return [wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts]
 
 
+def _messages_with_system_turns(
+    messages: list[c.Message], report: TranslationReport
+) -> tuple[list[wire.InputMessage], bool, list[wire.InputMessage]]:
+    """``_messages_out`` for a conversation with system turns: each stays a system
+    message in its place (Anthropic takes them there: the client's placement was
+    checked), the turns between them made as usual."""
+    out: list[wire.InputMessage] = []
+    short: list[wire.InputMessage] = []
+    marked = False
+    start = 0
+    for i, m in enumerate([*messages, None]):
+        if m is not None and m.role != "system":
+            continue
+        if start < i:
+            made, made_marked, made_short = _messages_out(messages[start:i], report)
+            out += made
+            short += made_short
+            marked = marked or made_marked
+        start = i + 1
+        if m is None:
+            break
+        texts = [p for p in m.content if type(p) is c.Text and p.text]
+        marked = marked or any(t.cache_control is not None for t in texts)
+        if len(texts) == 1 and texts[0].cache_control is None:
+            out.append(turn := wire.InputMessage(role="system", content=texts[0].text))
+            short.append(turn)
+        elif texts:
+            blocks: list[wire.InputBlock] = [
+                wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts
+            ]
+            out.append(wire.InputMessage(role="system", content=blocks))
+    return out, marked, short
+
+
 def _messages_out(
     messages: list[c.Message], report: TranslationReport
 ) -> tuple[list[wire.InputMessage], bool, list[wire.InputMessage]]:
@@ -1041,40 +1075,6 @@ def _messages_out(
         turn.content = [b for b in blocks if type(b) is tool_result] + [
             b for b in blocks if type(b) is not tool_result
         ]
-    return out, marked, short
-
-
-def _messages_with_system_turns(
-    messages: list[c.Message], report: TranslationReport
-) -> tuple[list[wire.InputMessage], bool, list[wire.InputMessage]]:
-    """``_messages_out`` for a conversation with system turns: each stays a system
-    message in its place (Anthropic takes them there: the client's placement was
-    checked), the turns between them made as usual."""
-    out: list[wire.InputMessage] = []
-    short: list[wire.InputMessage] = []
-    marked = False
-    start = 0
-    for i, m in enumerate([*messages, None]):
-        if m is not None and m.role != "system":
-            continue
-        if start < i:
-            made, made_marked, made_short = _messages_out(messages[start:i], report)
-            out += made
-            short += made_short
-            marked = marked or made_marked
-        start = i + 1
-        if m is None:
-            break
-        texts = [p for p in m.content if type(p) is c.Text and p.text]
-        marked = marked or any(t.cache_control is not None for t in texts)
-        if len(texts) == 1 and texts[0].cache_control is None:
-            out.append(turn := wire.InputMessage(role="system", content=texts[0].text))
-            short.append(turn)
-        elif texts:
-            blocks: list[wire.InputBlock] = [
-                wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts
-            ]
-            out.append(wire.InputMessage(role="system", content=blocks))
     return out, marked, short
 
 
