@@ -7,6 +7,7 @@ re-implements a mapping table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 import msgspec
 
@@ -158,9 +159,7 @@ def token_limit(
     if limit is None or limit >= minimum:
         return limit
     if limit < 0:
-        raise ProxyError.invalid(
-            f"max_tokens: Input should be greater than or equal to 0 (got {limit})", "max_tokens"
-        )
+        negative_limit(limit)
     if limit == 0:
         report.reject(
             "max_tokens",
@@ -169,3 +168,10 @@ def token_limit(
         )
     report.drop("max_tokens")
     return minimum
+
+
+def negative_limit(limit: int) -> NoReturn:
+    """The 400 for a negative output-token limit, which no API takes."""
+    raise ProxyError.invalid(
+        f"max_tokens: Input should be greater than or equal to 0 (got {limit})", "max_tokens"
+    )

@@ -728,7 +728,7 @@ def _to_wire(
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
-        max_tokens=_max_tokens(request, thinking, options, report),
+        max_tokens=_max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
@@ -760,10 +760,7 @@ _NO_THINKING: tuple[None, None] = (None, None)
 
 
 def _max_tokens(
-    request: c.Request,
-    thinking: wire.ThinkingConfig | None,
-    options: UpstreamOptions,
-    report: TranslationReport,
+    request: c.Request, thinking: wire.ThinkingConfig | None, options: UpstreamOptions
 ) -> int:
     """The client's max_tokens (0 too: Anthropic takes it, to write the prompt cache
     without an answer), or the default; with no max_tokens from the client and a
@@ -771,7 +768,9 @@ def _max_tokens(
     for the answer on top of the budget, since Anthropic requires budget < max_tokens."""
     limit = request.max_tokens
     if limit is not None:
-        return limit if limit >= 0 else policy.token_limit(limit, 0, report, "Anthropic") or 0
+        if limit < 0:  # (every client codec refuses it first)
+            policy.negative_limit(limit)
+        return limit
     budget = thinking.budget_tokens if thinking is not None else None
     if budget is not None and budget >= options.default_max_tokens:
         return budget + options.default_max_tokens
