@@ -23,7 +23,10 @@ from typing import Any, Literal
 
 import msgspec
 
-Role = Literal["user", "assistant", "tool"]
+# ``system``: an instruction given mid-conversation, kept in place (an Anthropic client's
+# ``role: "system"`` message, Claude Code's); the conversation's own system prompt is
+# ``Request.system``.
+Role = Literal["user", "assistant", "tool", "system"]
 StopReason = Literal[
     "end_turn",
     "max_tokens",
@@ -134,7 +137,10 @@ Part = Text | Image | File | Refusal | Reasoning | ToolCall | ToolResult | Serve
 
 class Message(msgspec.Struct, gc=False, kw_only=True):
     """One conversation turn. ``tool`` turns hold only ``ToolResult`` parts; each
-    codec regroups them (Anthropic: a user turn; Chat: one message per result)."""
+    codec regroups them (Anthropic: a user turn; Chat: one message per result).
+    ``system`` turns hold only ``Text`` parts: each encoder sends them in place where
+    its protocol can (Chat a system message, Responses a system message item,
+    Anthropic a system message), else hoists them (``policy.hoist_system_turns``)."""
 
     role: Role
     content: list[Part]
@@ -218,6 +224,9 @@ class Request(msgspec.Struct, gc=False, kw_only=True):
     # upstream that caches only at explicit breakpoints, the encoder places them.
     implicit_caching: bool = False
     verbosity: str | None = None  # Chat ``verbosity`` / Responses ``text.verbosity``
+    # ``messages`` hold ``system`` turns (set by the decoder that made them), so an
+    # encoder that cannot keep them in place looks for them only then.
+    system_turns: bool = False
     # Fields that change the *kind* of answer; a target that cannot honour them
     # rejects (or, in lossy mode, drops and reports).
     n: int | None = None

@@ -261,7 +261,6 @@ ANTHROPIC_SEED: dict[str, Any] = {
     "top_k": 5,
     "stop_sequences": ["x"],
     "messages": [
-        {"role": "system", "content": "beta system"},
         {
             "role": "user",
             "content": [
@@ -311,6 +310,8 @@ ANTHROPIC_SEED: dict[str, Any] = {
                 {"type": "text", "text": "more"},
             ],
         },
+        # a mid-conversation system message: right after a user turn, and last
+        {"role": "system", "content": "beta system"},
     ],
     "tools": [
         {

@@ -36,7 +36,7 @@ from typing import Any, Literal, NamedTuple, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, json_objects, reasoning_carry, tool_schemas
+from ... import exact_json, ids, json_objects, policy, reasoning_carry, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -44,7 +44,7 @@ from ...lazy_decoder import LazyDecoder
 from . import cache_breakpoints, wire
 from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
-from .validate import image_media_type, tool_results_follow, validate
+from .validate import image_media_type, system_placement, tool_results_follow, validate
 
 _request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.ClientMessagesRequest)
 # (for the error of a body whose call ``input`` is not an object: ``_decode_error``)
@@ -160,7 +160,7 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
     if not req.messages:
         raise ProxyError.invalid("messages: at least one message is required", "messages")
     try:
-        messages = _messages_in(req.messages, system, report)
+        messages, system_turns = _messages_in(req.messages, report)
     except ProxyError:
         # The API names an unanswered tool_use before any error in the messages: the
         # pairing is checked as the turns are converted, so it is looked for here.
@@ -183,6 +183,8 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
         reasoning=_reasoning_in(req.thinking, req.output_config),
         user=req.metadata.user_id if req.metadata else None,
     )
+    if system_turns:
+        out.system_turns = True
     if not RARE_FIELDS(req):  # (the usual request has none of them: their code is skipped)
         out.top_p, out.top_k = req.top_p, req.top_k
         out.stop = list(req.stop_sequences or ())
@@ -196,11 +198,9 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
 
 
 def _messages_in(
-    wire_messages: list[wire.ClientInputMessage],
-    system: list[c.Text],
-    report: TranslationReport,
-) -> list[c.Message]:
-    """The turns (``system`` takes the system messages). It also checks what
+    wire_messages: list[wire.ClientInputMessage], report: TranslationReport
+) -> tuple[list[c.Message], bool]:
+    """The turns, a mid-conversation system message one in place. It also checks what
     ``validate.tool_results_follow`` checks, in the same pass: the ids of each
     assistant turn's tool_use blocks are looked for in the next message (the usual
     turn, one call answered by the next message's first block, inline), and a turn
@@ -218,6 +218,7 @@ def _messages_in(
     # the ids the previous (assistant) message asks for: one (a str, the usual turn) or more
     pending: str | list[str] | None = None
     settled = True
+    system_turns = False
     for i, m in enumerate(wire_messages):
         content = m.content
         # An agent loop's two turns first, whole: a user turn of one tool result that
@@ -304,7 +305,9 @@ def _messages_in(
                 _empty_message(i)
             said_text = text(text=content)
             if m.role == "system":
-                system.append(said_text)
+                system_placement(wire_messages, i)
+                messages.append(message(role="system", content=[said_text]))
+                system_turns = True
             elif m.role == "user":
                 messages.append(message(role="user", content=[said_text]))
             else:
@@ -312,7 +315,9 @@ def _messages_in(
             continue
         if m.role == "system":
             _check_not_empty(content, i, count, m.role)
-            system.extend(_system_message(content, i))
+            system_placement(wire_messages, i)
+            messages.append(message(role="system", content=_system_message(content, i)))
+            system_turns = True
             continue
         if not content and not (m.role == "assistant" and i == count - 1):
             _empty_message(i)
@@ -334,7 +339,7 @@ def _messages_in(
             _check_not_empty(content, i, count, m.role)
             raise
     report.settled = settled
-    return messages
+    return messages, system_turns
 
 
 def _check_answered(
@@ -408,8 +413,8 @@ def _system_in(system: str | list[wire.TextBlock] | None) -> list[c.Text]:
     return [c.Text(text=b.text, cache_control=b.cache_control) for b in system]
 
 
-def _system_message(blocks: list[wire.ClientInputBlock], i: int) -> list[c.Text]:
-    out: list[c.Text] = []
+def _system_message(blocks: list[wire.ClientInputBlock], i: int) -> list[c.Part]:
+    out: list[c.Part] = []
     for j, b in enumerate(blocks):
         if type(b) is not wire.TextBlock:
             path = f"{_block_path(i, j)}.type"
@@ -717,11 +722,14 @@ def _to_wire(
         thinking, effort, thinking_on = None, None, False
     if thinking_on:
         temperature, top_p, top_k = _sampling_with_thinking(temperature, top_p, top_k, report)
-    messages, marked, short = _messages_out(request.messages, report)
+    if request.system_turns:
+        messages, marked, short = _messages_with_system_turns(request.messages, report)
+    else:
+        messages, marked, short = _messages_out(request.messages, report)
     body = wire.UpstreamRequest(
         model=request.model,
         messages=messages,
-        max_tokens=request.max_tokens or _max_tokens(request, thinking, options),
+        max_tokens=_max_tokens(request, thinking, options),
         system=_system_out(request.system),
         stop_sequences=request.stop or None,
         temperature=temperature,
@@ -755,12 +763,15 @@ _NO_THINKING: tuple[None, None] = (None, None)
 def _max_tokens(
     request: c.Request, thinking: wire.ThinkingConfig | None, options: UpstreamOptions
 ) -> int:
-    """The client's max_tokens, or the default; with no max_tokens from the client and
-    a thinking budget at least as large (Gemini CLI asks for 8192 and no limit),
-    room for the answer on top of the budget, since Anthropic requires budget <
-    max_tokens."""
-    if request.max_tokens:
-        return request.max_tokens
+    """The client's max_tokens (0 too: Anthropic takes it, to write the prompt cache
+    without an answer), or the default; with no max_tokens from the client and a
+    thinking budget at least as large (Gemini CLI asks for 8192 and no limit), room
+    for the answer on top of the budget, since Anthropic requires budget < max_tokens."""
+    limit = request.max_tokens
+    if limit is not None:
+        if limit < 0:  # (every client codec refuses it first)
+            policy.negative_limit(limit)
+        return limit
     budget = thinking.budget_tokens if thinking is not None else None
     if budget is not None and budget >= options.default_max_tokens:
         return budget + options.default_max_tokens
@@ -805,6 +816,40 @@ def _system_out(system: list[c.Text]) -> str | list[wire.TextBlock] | None:
     if len(texts) == 1 and texts[0].cache_control is None:
         return texts[0].text
     return [wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts]
+
+
+def _messages_with_system_turns(
+    messages: list[c.Message], report: TranslationReport
+) -> tuple[list[wire.InputMessage], bool, list[wire.InputMessage]]:
+    """``_messages_out`` for a conversation with system turns: each stays a system
+    message in its place (Anthropic takes them there: the client's placement was
+    checked), the turns between them made as usual."""
+    out: list[wire.InputMessage] = []
+    short: list[wire.InputMessage] = []
+    marked = False
+    start = 0
+    for i, m in enumerate([*messages, None]):
+        if m is not None and m.role != "system":
+            continue
+        if start < i:
+            made, made_marked, made_short = _messages_out(messages[start:i], report)
+            out += made
+            short += made_short
+            marked = marked or made_marked
+        start = i + 1
+        if m is None:
+            break
+        texts = [p for p in m.content if type(p) is c.Text and p.text]
+        marked = marked or any(t.cache_control is not None for t in texts)
+        if len(texts) == 1 and texts[0].cache_control is None:
+            out.append(turn := wire.InputMessage(role="system", content=texts[0].text))
+            short.append(turn)
+        elif texts:
+            blocks: list[wire.InputBlock] = [
+                wire.TextBlock(text=t.text, cache_control=t.cache_control) for t in texts
+            ]
+            out.append(wire.InputMessage(role="system", content=blocks))
+    return out, marked, short
 
 
 def _messages_out(

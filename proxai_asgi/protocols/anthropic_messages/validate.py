@@ -4,8 +4,9 @@ A translated request must fail where Anthropic would fail it, with the same 400;
 proxy never passes on a request it quietly changed. Cheap by design: a few field reads
 per request (image blocks are checked while they are decoded).
 
-``role: "system"`` inside ``messages`` is accepted on purpose: Claude Code sends it
-(see docs/request-fields.md), and it becomes part of the system prompt.
+``role: "system"`` inside ``messages`` is accepted where Anthropic takes it (Claude 4.8
+and later; Claude Code sends it): ``system_placement`` checks its place, and the
+translation keeps it there (a ``system`` turn of the canonical conversation).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def validate(req: wire.ClientMessagesRequest, tools: list[Any] | None = None) ->
     """Raise the 400 Anthropic gives for the cases the translation would otherwise alter.
     The messages' tool_use / tool_result pairing is checked while they are converted
     (``request._messages_in``), which calls ``tool_results_follow`` for the error."""
+    if req.max_tokens < 0:  # (0 is valid: it writes the prompt cache, answering nothing)
+        raise ProxyError.invalid(
+            "max_tokens: Input should be greater than or equal to 0", "max_tokens"
+        )
     t = req.temperature
     if t is not None and not 0 <= t <= 1:
         raise ProxyError.invalid(
@@ -111,3 +116,47 @@ def image_media_type(media_type: str, path: str) -> None:
             "'image/gif' or 'image/webp'",
             f"{path}.source.media_type",
         )
+
+
+# The assistant blocks after which a system message may come: a server tool's call
+# (the server runs it and the turn goes on, as after a user turn).
+_SERVER_CALLS = (wire.ServerToolUseBlock, wire.McpToolUseBlock)
+
+
+def system_placement(messages: list[wire.ClientInputMessage], i: int) -> None:
+    """Anthropic's rules for a mid-conversation system message (``messages[i]``): it
+    comes right after a user message (or an assistant message that ends in a server
+    tool call), and is the last message or comes before an assistant message. First in
+    ``messages`` (where OpenAI's protocols put the system prompt) it follows nothing."""
+    path = f"messages.{i}.role"
+    if i == 0:
+        raise ProxyError.invalid(
+            f'{path}: a "system" message cannot be the first message. Put the system '
+            "prompt in the top-level `system` parameter; a mid-conversation system message "
+            "must immediately follow a user message.",
+            path,
+        )
+    before = messages[i - 1]
+    if before.role != "user" and not _ends_in_server_call(before):
+        raise ProxyError.invalid(
+            f'{path}: a "system" message must immediately follow a user message (or an '
+            f"assistant message that ends in server tool use), not {_a(before.role)} message.",
+            path,
+        )
+    if i + 1 < len(messages) and (after := messages[i + 1]).role != "assistant":
+        raise ProxyError.invalid(
+            f'{path}: a "system" message must be the last message or be followed by an '
+            f"assistant message, not {_a(after.role)} message.",
+            path,
+        )
+
+
+def _ends_in_server_call(m: wire.ClientInputMessage) -> bool:
+    content = m.content
+    return m.role == "assistant" and type(content) is list and bool(content) and (
+        isinstance(content[-1], _SERVER_CALLS)
+    )
+
+
+def _a(role: str) -> str:
+    return f"an {role}" if role == "assistant" else f"a {role}"

@@ -277,7 +277,8 @@ class TypeOnly(msgspec.Struct):
 
 
 class InputMessage(msgspec.Struct, kw_only=True, gc=False):
-    # "system" inside messages is a Claude Code beta; hoisted into ``system``.
+    # "system": a mid-conversation system message (Claude 4.8 on; Claude Code sends it),
+    # kept in place (``validate.system_placement`` checks where it may stand).
     role: Literal["user", "assistant", "system"]
     content: str | list[InputBlock]
 

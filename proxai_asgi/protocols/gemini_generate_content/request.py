@@ -43,7 +43,7 @@ from typing import Any, NamedTuple, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, json_objects, tool_schemas
+from ... import exact_json, json_objects, policy, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
@@ -944,6 +944,8 @@ def encode_request(
 
 
 def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
+    if request.system_turns:  # Gemini has no system turn in a conversation
+        request = policy.hoist_system_turns(request, report)
     if not RARE_REQUEST_FIELDS(request):
         _check_fields(request, report)
     if request.parallel_tool_calls is False:
@@ -1340,8 +1342,11 @@ _NO_GENERATION_CONFIG = wire.GenerationConfig()  # compared with, never changed
 def _generation_config_out(
     request: c.Request, report: TranslationReport
 ) -> wire.GenerationConfig | None:
+    limit = request.max_tokens
+    if limit is not None and limit < 1:  # (Anthropic's 0, writing the cache: no such request)
+        limit = policy.token_limit(limit, 1, report, "Gemini")
     g = wire.GenerationConfig(
-        max_output_tokens=request.max_tokens,
+        max_output_tokens=limit,
         temperature=request.temperature,
         top_p=request.top_p,
         top_k=request.top_k,

@@ -736,6 +736,15 @@ class _Encoder:
         self.options = options
         self.messages: list[w.Message] = []
 
+    def system_turn(self, m: c.Message) -> w.SystemMessage | None:
+        """A ``system`` turn (text only) as a system message, its texts in one string
+        (``policy.joined_system``, as for the system prompt); None when all empty."""
+        texts = [p for p in m.content if type(p) is c.Text]
+        for t in texts:
+            self._cache(t.cache_control)
+        said = policy.joined_system(texts)
+        return w.SystemMessage(content=said) if said is not None else None
+
     def _cache(self, cache_control: dict[str, Any] | None) -> None:
         if cache_control is not None:
             self.report.drop("cache_control")
@@ -965,6 +974,10 @@ def _to_wire(
                     )
         elif m.role == "user":
             enc.user(m, i)
+        elif m.role == "system":  # a mid-conversation instruction: in place, as it was
+            instruction = enc.system_turn(m)
+            if instruction is not None:
+                out_messages.append(instruction)
         else:
             parts = m.content
             if len(parts) == 1:  # the usual tool turn: one result of one text, inline
@@ -1078,11 +1091,14 @@ def _to_wire(
     # Set apart: a call with 16 keywords or more is compiled into one taking a dict,
     # which costs the Struct half a microsecond more (see bench/notes-fixed-cost.md).
     out.verbosity = request.verbosity
-    if request.max_tokens is not None:
+    limit = request.max_tokens
+    if limit is not None:
+        if limit < 1:  # (OpenAI's minimum is 1: an Anthropic client's 0 is refused)
+            limit = policy.token_limit(limit, 1, report, "Chat Completions")
         if options.chat_max_tokens_field == "max_tokens":
-            out.max_tokens = request.max_tokens
+            out.max_tokens = limit
         else:
-            out.max_completion_tokens = request.max_tokens
+            out.max_completion_tokens = limit
     if request.stream:
         out.stream = True
         out.stream_options = {"include_usage": True}

@@ -43,6 +43,18 @@ def check_range(name: str, value: float | None, low: float, high: float) -> None
         )
 
 
+def check_at_least(name: str, value: int | None, low: int) -> None:
+    """An integer field's minimum, as OpenAI words it (``max_tokens`` -1 is a 400, not
+    a limit to clamp)."""
+    if value is not None and value < low:
+        raise _invalid(
+            f"Invalid '{name}': integer below minimum value. Expected a value >= {low}, "
+            f"but got {value} instead.",
+            name,
+            "integer_below_min_value",
+        )
+
+
 def check_effort(effort: str | None, param: str) -> None:
     if effort is not None and effort not in EFFORTS:
         raise _invalid(
@@ -99,6 +111,10 @@ def check_params(req: w.ChatRequest) -> None:
             f"{req.n} instead.",
             "n",
         )
+    if req.max_tokens is not None and req.max_tokens < 1:
+        check_at_least("max_tokens", req.max_tokens, 1)
+    if req.max_completion_tokens is not None and req.max_completion_tokens < 1:
+        check_at_least("max_completion_tokens", req.max_completion_tokens, 1)
     if req.reasoning_effort is not None:
         check_effort(req.reasoning_effort, "reasoning_effort")
 

@@ -14,7 +14,7 @@ from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from ..openai_chat.validate import check_effort, check_image_url, check_range
+from ..openai_chat.validate import check_at_least, check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
 
@@ -97,8 +97,8 @@ _HOSTED_ITEMS = frozenset(
 )
 
 _OPENAI_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
-# The Responses API rejects max_output_tokens below 16; smaller asks (quota probes
-# sending max_tokens: 1) are raised to it rather than failing.
+# The Responses API rejects max_output_tokens below 16: from a Responses client that is
+# a 400; another client's smaller limit is raised to it and reported (``policy.token_limit``).
 MIN_OUTPUT_TOKENS = 16
 
 
@@ -183,6 +183,8 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         check_range("temperature", req.temperature, 0, 2)
     if req.top_p is not None:
         check_range("top_p", req.top_p, 0, 1)
+    if req.max_output_tokens is not None and req.max_output_tokens < MIN_OUTPUT_TOKENS:
+        check_at_least("max_output_tokens", req.max_output_tokens, MIN_OUTPUT_TOKENS)
     if req.reasoning is not None:
         check_effort(req.reasoning.effort, "reasoning.effort")
     if req.input == []:
@@ -796,8 +798,7 @@ def _to_wire(
 
     max_tokens = request.max_tokens
     if max_tokens is not None and max_tokens < MIN_OUTPUT_TOKENS:
-        report.drop("max_tokens")  # clamped, not dropped: the API's minimum is 16
-        max_tokens = MIN_OUTPUT_TOKENS
+        max_tokens = policy.token_limit(max_tokens, MIN_OUTPUT_TOKENS, report, "the Responses API")
 
     service_tier = request.service_tier
     if service_tier is not None and service_tier not in _OPENAI_SERVICE_TIERS:
@@ -937,6 +938,15 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
 
 def _message_items(m: c.Message, items: list[Any], report: TranslationReport) -> None:
     """Any turn's items onto ``items`` (the general path of ``_input_items``)."""
+    if m.role == "system":  # a mid-conversation instruction: a system message, in place
+        said: list[w.InputContent] = [
+            w.InputText(text=p.text) for p in m.content if type(p) is c.Text and p.text
+        ]
+        if any(type(p) is c.Text and p.cache_control for p in m.content):
+            report.drop("cache_control")
+        if said:
+            items.append(w.MessageItem(role="system", content=said))
+        return
     assistant = m.role == "assistant"
     text, call, result = c.Text, c.ToolCall, c.ToolResult
     pending: list[Any] = []

@@ -76,25 +76,32 @@ def test_system_blocks_keep_boundaries_and_cache_control() -> None:
     assert r.system == [c.Text(text="A"), c.Text(text="B", cache_control=cc)]
 
 
-def test_system_role_messages_are_hoisted_into_system_in_order() -> None:
+def test_mid_conversation_system_messages_stay_in_place_as_system_turns() -> None:
+    """(Issue 26: they were hoisted into ``system``, losing their place.)"""
     r, _ = decode_req(
         body(
             system="first",
             messages=[
-                {"role": "system", "content": "second"},
                 {"role": "user", "content": "hi"},
+                {"role": "system", "content": "second"},
+                {"role": "assistant", "content": "hello"},
+                {"role": "user", "content": "and?"},
                 {"role": "system", "content": [{"type": "text", "text": "third"}]},
             ],
         )
     )
-    assert [t.text for t in r.system] == ["first", "second", "third"]
-    assert [m.role for m in r.messages] == ["user"]
+    assert [t.text for t in r.system] == ["first"]
+    assert [m.role for m in r.messages] == ["user", "system", "assistant", "user", "system"]
+    assert r.messages[1].content == [c.Text(text="second")]
+    assert r.messages[4].content == [c.Text(text="third")]
+    assert r.system_turns is True
 
 
 def test_system_message_with_a_non_text_block_is_400() -> None:
     img = {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}
-    err = _raises_400(body(messages=[{"role": "system", "content": [img]}]))
-    assert err.param == "messages[0].content[0].type"
+    messages = [{"role": "user", "content": "hi"}, {"role": "system", "content": [img]}]
+    err = _raises_400(body(messages=messages))
+    assert err.param == "messages[1].content[0].type"
 
 
 def test_text_blocks_keep_cache_control_and_url_citations() -> None:
@@ -586,7 +593,6 @@ def test_a_claude_code_request_decodes_completely() -> None:
             },
         ],
         "messages": [
-            {"role": "system", "content": "Extra rules."},
             {
                 "role": "user",
                 "content": [{"type": "text", "text": "ls", "cache_control": {"type": "ephemeral"}}],
@@ -614,6 +620,8 @@ def test_a_claude_code_request_decodes_completely() -> None:
                     }
                 ],
             },
+            # (right after a user turn, and last: where Claude Code places it)
+            {"role": "system", "content": "Extra rules."},
         ],
         "tools": [
             {
@@ -632,12 +640,9 @@ def test_a_claude_code_request_decodes_completely() -> None:
         "metadata": {"user_id": "user_abc_account_def_session_ghi"},
     }
     r, report = decode_req(b)
-    assert [t.text for t in r.system] == [
-        "x-anthropic-billing-header: cc",
-        "You are Claude Code.",
-        "Extra rules.",
-    ]
-    assert [m.role for m in r.messages] == ["user", "assistant", "tool"]
+    assert [t.text for t in r.system] == ["x-anthropic-billing-header: cc", "You are Claude Code."]
+    assert [m.role for m in r.messages] == ["user", "assistant", "tool", "system"]
+    assert r.messages[3].content == [c.Text(text="Extra rules.")]
     assert r.messages[2].content == [
         c.ToolResult(call_id="toolu_01", content=[c.Text(text="a\nb")])
     ]

@@ -633,3 +633,37 @@ def test_fields_anthropic_lacks_are_dropped_and_reported() -> None:
     out, report = encode_req(req(service_tier="auto"))
     assert out["service_tier"] == "auto"
     assert report.dropped == []
+
+
+def test_system_turns_stay_system_messages_in_place_their_marks_kept() -> None:
+    """(Issue 26) A canonical system turn (an Anthropic client's mid-conversation system
+    message) is a system message where it was; the turns around it are made as usual."""
+    marked = {"type": "ephemeral"}
+    r = req(
+        system=[c.Text(text="top")],
+        system_turns=True,
+        messages=[
+            _user(c.Text(text="hi")),
+            c.Message(role="system", content=[c.Text(text="Be terse.")]),
+            _assistant(c.Text(text="ok"), c.ToolCall(id="toolu_1", name="f", arguments="{}")),
+            _tool(c.ToolResult(call_id="toolu_1", content=[c.Text(text="r")])),
+            c.Message(
+                role="system",
+                content=[c.Text(text="a"), c.Text(text="b", cache_control=marked)],
+            ),
+        ],
+    )
+    out, report = encode_req(r)
+    assert out["system"] == "top"
+    assert [m["role"] for m in out["messages"]] == ["user", "system", "assistant", "user", "system"]
+    assert out["messages"][1] == {"role": "system", "content": "Be terse."}
+    assert out["messages"][4] == {
+        "role": "system",
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "b", "cache_control": marked},
+        ],
+    }
+    assert report.dropped == []
+    back, _ = decode_req({**out, "max_tokens": 10})
+    assert [m.role for m in back.messages] == ["user", "system", "assistant", "tool", "system"]
