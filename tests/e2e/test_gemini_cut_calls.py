@@ -41,7 +41,11 @@ def anthropic_stream_cut_by_max_tokens() -> bytes:
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": text}),
         (
             "content_block_delta",
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "On it."}},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "On it."},
+            },
         ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": tool}),
@@ -62,9 +66,7 @@ def anthropic_stream_cut_by_max_tokens() -> bytes:
 
 def _frames(body: bytes) -> list[dict[str, Any]]:
     return [
-        json.loads(line[6:])
-        for line in body.decode().splitlines()
-        if line.startswith("data: ")
+        json.loads(line[6:]) for line in body.decode().splitlines() if line.startswith("data: ")
     ]
 
 

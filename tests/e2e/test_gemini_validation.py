@@ -72,7 +72,9 @@ REJECTED = [
             "contents": [
                 {
                     "role": "user",
-                    "parts": [{"text": "look", "inlineData": {"mimeType": "image/png", "data": PNG}}],
+                    "parts": [
+                        {"text": "look", "inlineData": {"mimeType": "image/png", "data": PNG}}
+                    ],
                 }
             ]
         },
@@ -167,7 +169,9 @@ def _post(base: str, payload: dict[str, Any], stream: bool) -> httpx.Response:
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("inner", [False, True], ids=["http", "inner"])
 @pytest.mark.parametrize("upstream", UPSTREAMS)
-@pytest.mark.parametrize(("payload", "message"), [c[1:] for c in REJECTED], ids=[c[0] for c in REJECTED])
+@pytest.mark.parametrize(
+    ("payload", "message"), [c[1:] for c in REJECTED], ids=[c[0] for c in REJECTED]
+)
 def test_what_google_rejects_is_a_400_in_googles_shape_and_never_sent(
     stack: Stack,
     fake: FakeUpstream,

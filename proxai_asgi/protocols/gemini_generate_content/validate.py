@@ -26,9 +26,7 @@ _FREE = None
 _BLOB: _Table = {"mimeType": _FREE, "data": _FREE, "displayName": _FREE}
 _FILE: _Table = {"mimeType": _FREE, "fileUri": _FREE, "displayName": _FREE}
 _CALL: _Table = dict.fromkeys(("id", "name", "args", "partialArgs", "willContinue"))
-_RESPONSE: _Table = dict.fromkeys(
-    ("id", "name", "response", "parts", "willContinue", "scheduling")
-)
+_RESPONSE: _Table = dict.fromkeys(("id", "name", "response", "parts", "willContinue", "scheduling"))
 _PART: _Table = dict.fromkeys(
     (
         "text",
@@ -197,7 +195,9 @@ _DATA_FIELDS = (
 _MIME_TYPES = frozenset(
     ("text/plain", "application/json", "application/xml", "application/yaml", "text/x.enum")
 )
-THINKING_LEVELS = frozenset(("THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"))
+THINKING_LEVELS = frozenset(
+    ("THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH")
+)
 # The categories the Gemini API takes, and the rest of the enum (older or Vertex's).
 _CATEGORIES = (
     "HARM_CATEGORY_HATE_SPEECH",
@@ -232,6 +232,7 @@ _THRESHOLDS = frozenset(
         "OFF",
     )
 )
+_SAFETY_FIELDS = frozenset(("category", "threshold", "method"))
 _ENUM = "type.googleapis.com/google.ai.generativelanguage.v1beta."
 _CALL_AFTER_USER = (
     "Please ensure that function call turn comes immediately after a user turn or after a "
@@ -263,9 +264,12 @@ def check_request(req: wire.GenerateContentRequest) -> None:
         if role not in (None, "", "user", "model", "function"):
             raise invalid("Please use a valid role: user, model.", f"contents[{i}].role")
         _check_parts(content.parts, f"contents[{i}]")
-        if role == "model" and previous != "user":
-            if any(p.function_call is not None for p in content.parts):
-                raise invalid(_CALL_AFTER_USER, f"contents[{i}]")
+        if (
+            role == "model"
+            and previous != "user"
+            and any(p.function_call is not None for p in content.parts)
+        ):
+            raise invalid(_CALL_AFTER_USER, f"contents[{i}]")
         previous = "model" if role == "model" else "user"
     if req.generation_config is not None:
         _check_generation(req.generation_config)
@@ -277,29 +281,45 @@ def _check_parts(parts: list[wire.Part], where: str) -> None:
     if not parts:
         raise _field(f"{where}.parts", "contents.parts must not be empty.")
     for j, p in enumerate(parts):
-        set_ = [name for name in _DATA_FIELDS if getattr(p, name) is not None]
-        path = f"{where}.parts[{j}]"
-        if not set_:
-            raise _field(f"{path}.data", "required oneof field 'data' must have one initialized field")
-        if len(set_) > 1:
-            raise invalid(
-                f"Invalid value at '{path}' (oneof), oneof field 'data' is already set. "
-                f"Cannot set '{set_[1]}'",
-                path,
-            )
+        # (runs over every part of a resent history: plain tests, no per-part list)
+        if (
+            (p.text is not None)
+            + (p.function_call is not None)
+            + (p.function_response is not None)
+            + (p.inline_data is not None)
+            + (p.file_data is not None)
+            + (p.executable_code is not None)
+            + (p.code_execution_result is not None)
+        ) != 1:
+            _data_oneof(p, f"{where}.parts[{j}]")
         signature = p.thought_signature
         if signature is not None and not _base64(signature):
-            raise _bad_value(f"{path}.thought_signature", "TYPE_BYTES", signature)
+            path = f"{where}.parts[{j}].thought_signature"
+            raise _bad_value(path, "TYPE_BYTES", signature)
         blob = p.inline_data
         if blob is not None and not _base64(blob.data):
-            raise _bad_value(f"{path}.inline_data.data", "TYPE_BYTES", blob.data)
+            raise _bad_value(f"{where}.parts[{j}].inline_data.data", "TYPE_BYTES", blob.data)
+
+
+def _data_oneof(p: wire.Part, path: str) -> None:
+    """Google's 400 for a part with none, or more than one, of its ``data`` members."""
+    set_ = [name for name in _DATA_FIELDS if getattr(p, name) is not None]
+    if not set_:
+        raise _field(f"{path}.data", "required oneof field 'data' must have one initialized field")
+    raise invalid(
+        f"Invalid value at '{path}' (oneof), oneof field 'data' is already set. "
+        f"Cannot set '{set_[1]}'",
+        path,
+    )
 
 
 def _check_generation(g: wire.GenerationConfig) -> None:
     base = "generation_config"
     t = g.temperature
     if t is not None and not 0 <= t <= 2:
-        raise _field(f"{base}.temperature", f"temperature must be in the range [0.0, 2.0], got {t:g}")
+        raise _field(
+            f"{base}.temperature", f"temperature must be in the range [0.0, 2.0], got {t:g}"
+        )
     if g.max_output_tokens is not None and g.max_output_tokens < 1:
         raise _field(f"{base}.max_output_tokens", "max_output_tokens must be positive.")
     if g.candidate_count is not None and g.candidate_count < 1:
@@ -325,11 +345,14 @@ def _check_generation(g: wire.GenerationConfig) -> None:
 
 def _check_safety(setting: dict[str, Any], i: int) -> None:
     path = f"safety_settings[{i}]"
+    for key in setting:  # (a dict on the fast path too: its keys are checked here)
+        if key not in _SAFETY_FIELDS:
+            raise _unknown(key, path)
     category, threshold = setting.get("category"), setting.get("threshold")
-    if category not in _CATEGORIES:
+    if not isinstance(category, str) or category not in _CATEGORIES:
         if not isinstance(category, str) or category not in _OTHER_CATEGORIES:
             raise _bad_value(f"{path}.category", f"{_ENUM}HarmCategory", category)
         supported = ", ".join(f"HarmCategory.{c}" for c in _CATEGORIES)
         raise _field(path, f"element predicate failed: $.category in ({supported})")
-    if threshold is not None and threshold not in _THRESHOLDS:
+    if threshold is not None and not (isinstance(threshold, str) and threshold in _THRESHOLDS):
         raise _bad_value(f"{path}.threshold", f"{_ENUM}SafetySetting.HarmBlockThreshold", threshold)
