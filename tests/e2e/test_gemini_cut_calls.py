@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.servers import FakeUpstream, Reply, sse_frames
 
 from .conftest import Stack
-from .test_cut_tool_calls import CUT, cut_answer
+from .test_cut_tool_calls import ANTHROPIC_START, anthropic_sse, cut_answer, cut_call_events
 
 GEMINI_TOOLS = [
     {"functionDeclarations": [{"name": "shell", "parametersJsonSchema": {"type": "object"}}]}
@@ -23,45 +23,21 @@ BODY = {"contents": [{"role": "user", "parts": [{"text": "clean up"}]}], "tools"
 
 
 def anthropic_stream_cut_by_max_tokens() -> bytes:
-    msg = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 5, "output_tokens": 1},
-    }
     text = {"type": "text", "text": ""}
-    tool = {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}
+    said = {"type": "text_delta", "text": "On it."}
     stop = {"stop_reason": "max_tokens", "stop_sequence": None}
-    events = [
-        ("message_start", {"type": "message_start", "message": msg}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": text}),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": "On it."},
-            },
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": tool}),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 1,
-                "delta": {"type": "input_json_delta", "partial_json": CUT},
-            },
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        ("message_delta", {"type": "message_delta", "delta": stop, "usage": {"output_tokens": 9}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    return b"".join(f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events)
+    return anthropic_sse(
+        [
+            ANTHROPIC_START,
+            {"type": "content_block_start", "index": 0, "content_block": text},
+            {"type": "content_block_delta", "index": 0, "delta": said},
+            {"type": "content_block_stop", "index": 0},
+            *cut_call_events(1),
+            {"type": "content_block_stop", "index": 1},
+            {"type": "message_delta", "delta": stop, "usage": {"output_tokens": 9}},
+            {"type": "message_stop"},
+        ]
+    )
 
 
 def _frames(body: bytes) -> list[dict[str, Any]]:

@@ -18,16 +18,9 @@ from google.genai import types
 from tests.helpers.servers import FakeUpstream, reply_from_capture
 
 from .conftest import Stack
+from .test_tool_schemas import ANSWER as TEXT_REPLY
 
 UPSTREAMS = ["openai_chat_completions", "openai_responses", "anthropic_messages"]
-TEXT_REPLY = {
-    ("openai_chat_completions", False): "chat_json_text_basic",
-    ("openai_chat_completions", True): "chat_sse_text_basic_include_usage",
-    ("openai_responses", False): "responses_json_text_basic",
-    ("openai_responses", True): "responses_sse_text_basic",
-    ("anthropic_messages", False): "anthropic_json_text_basic",
-    ("anthropic_messages", True): "anthropic_sse_text_basic",
-}
 USER = {"role": "user", "parts": [{"text": "hi"}]}
 PNG = "iVBORw0KGgoAAAANSUhEUg=="
 

@@ -49,6 +49,7 @@ from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from . import signatures, validate, wire
 from .response import parts_in
+from .validate import camel as _camel
 
 _json = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -100,15 +101,6 @@ _LEVEL_OUT = {
     "high": "high",
     "xhigh": "high",
 }
-
-
-def _camel(key: str) -> str:
-    if key.startswith("_"):  # ``_responseJsonSchema``, an older SDK spelling
-        key = key[1:]
-    if "_" not in key:
-        return key
-    head, *rest = key.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 def _camel_keys(value: Any) -> Any:
@@ -926,9 +918,7 @@ def _rare_generation_config_in(
         else:
             out.response_format = c.ResponseFormat(type="json_object")
     elif mime not in (None, "text/plain"):  # XML, YAML, an enum: no other API has them
-        report.reject(
-            "generationConfig.responseMimeType", f"{mime} answers cannot be translated"
-        )
+        report.reject("generationConfig.responseMimeType", f"{mime} answers cannot be translated")
     modalities = g.response_modalities
     if modalities and any(m.upper() != "TEXT" for m in modalities):
         report.reject("generationConfig.responseModalities", "only text answers can be translated")

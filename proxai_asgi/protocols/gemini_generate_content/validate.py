@@ -128,7 +128,8 @@ def invalid(message: str, path: str | None = None) -> ProxyError:
     return ProxyError.invalid(message, param=path)
 
 
-def _camel(key: str) -> str:
+def camel(key: str) -> str:
+    """A proto (snake_case) field name in camelCase, as Google takes either."""
     key = key.removeprefix("_")  # ``_responseJsonSchema``, an older SDK spelling
     if "_" not in key:
         return key
@@ -162,7 +163,7 @@ def check_tools(tools: Any) -> None:
 
 def _walk(value: dict[str, Any], table: _Table, path: str) -> None:
     for key, child in value.items():
-        name = _camel(key) if isinstance(key, str) else key
+        name = camel(key) if isinstance(key, str) else key
         if name not in table:
             raise _unknown(key, path)
         sub = table[name]
