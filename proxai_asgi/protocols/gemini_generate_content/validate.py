@@ -182,7 +182,7 @@ def _walk(value: dict[str, Any], table: _Table, path: str) -> None:
 # ------------------------------------------------------------------------ values
 
 # Standard or URL-safe base64, padded or not: what Google's JSON parser takes as bytes.
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+_BASE64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 # The members of a part's ``data`` oneof (attribute and proto names alike).
 _DATA_FIELDS = (
     "text",
@@ -252,23 +252,49 @@ def _field(path: str, message: str) -> ProxyError:
 
 
 def _base64(value: str) -> bool:
-    return _BASE64.fullmatch(value) is not None and len(value.rstrip("=")) % 4 != 1
+    # (``bytes.translate`` deletes the alphabet in C: a few times a regex's speed on the
+    # kilobytes of signatures a resent history holds)
+    body = value.rstrip("=")
+    return (
+        value.isascii()
+        and len(value) - len(body) <= 2
+        and len(body) % 4 != 1
+        and not body.encode().translate(None, _BASE64)
+    )
+
+
+_ROLES = frozenset(("", "user", "model", "function"))
 
 
 def check_request(req: wire.GenerateContentRequest) -> None:
-    """Google's 400 for what the translation would otherwise change or forward."""
+    """Google's 400 for what the translation would otherwise change or forward. (It runs
+    over every part of a resent history: one loop, plain tests, paths made on error.)"""
     if not req.contents:
         raise _field("contents", "contents is not specified")
     previous: str | None = None
     for i, content in enumerate(req.contents):
-        role = content.role
-        if role not in (None, "", "user", "model", "function"):
+        role, parts = content.role, content.parts
+        if role is not None and role not in _ROLES:
             raise invalid("Please use a valid role: user, model.", f"contents[{i}].role")
-        _check_parts(content.parts, f"contents[{i}]")
+        if not parts:
+            raise _field(f"contents[{i}].parts", "contents.parts must not be empty.")
+        for p in parts:
+            if not (
+                (p.text is None) + (p.function_call is None) + (p.function_response is None) == 2
+                and p.inline_data is None
+                and p.file_data is None
+                and p.executable_code is None
+                and p.code_execution_result is None
+            ):
+                _data_oneof(p, _part_path(i, parts, p))  # (media, or a part Google refuses)
+            signature = p.thought_signature
+            if signature is not None and not _base64(signature):
+                path = f"{_part_path(i, parts, p)}.thought_signature"
+                raise _bad_value(path, "TYPE_BYTES", signature)
         if (
             role == "model"
             and previous != "user"
-            and any(p.function_call is not None for p in content.parts)
+            and any(p.function_call is not None for p in parts)
         ):
             raise invalid(_CALL_AFTER_USER, f"contents[{i}]")
         previous = "model" if role == "model" else "user"
@@ -278,33 +304,18 @@ def check_request(req: wire.GenerateContentRequest) -> None:
         _check_safety(setting, i)
 
 
-def _check_parts(parts: list[wire.Part], where: str) -> None:
-    if not parts:
-        raise _field(f"{where}.parts", "contents.parts must not be empty.")
-    for j, p in enumerate(parts):
-        # (runs over every part of a resent history: plain tests, no per-part list)
-        if (
-            (p.text is not None)
-            + (p.function_call is not None)
-            + (p.function_response is not None)
-            + (p.inline_data is not None)
-            + (p.file_data is not None)
-            + (p.executable_code is not None)
-            + (p.code_execution_result is not None)
-        ) != 1:
-            _data_oneof(p, f"{where}.parts[{j}]")
-        signature = p.thought_signature
-        if signature is not None and not _base64(signature):
-            path = f"{where}.parts[{j}].thought_signature"
-            raise _bad_value(path, "TYPE_BYTES", signature)
-        blob = p.inline_data
-        if blob is not None and not _base64(blob.data):
-            raise _bad_value(f"{where}.parts[{j}].inline_data.data", "TYPE_BYTES", blob.data)
+def _part_path(i: int, parts: list[wire.Part], p: wire.Part) -> str:
+    return f"contents[{i}].parts[{next(j for j, q in enumerate(parts) if q is p)}]"
 
 
 def _data_oneof(p: wire.Part, path: str) -> None:
     """Google's 400 for a part with none, or more than one, of its ``data`` members."""
     set_ = [name for name in _DATA_FIELDS if getattr(p, name) is not None]
+    blob = p.inline_data
+    if len(set_) == 1 and blob is not None and not _base64(blob.data):
+        raise _bad_value(f"{path}.inline_data.data", "TYPE_BYTES", blob.data)
+    if len(set_) == 1:
+        return
     if not set_:
         raise _field(f"{path}.data", "required oneof field 'data' must have one initialized field")
     raise invalid(
