@@ -100,6 +100,9 @@ def _call_turn(arguments: str) -> list[c.Message]:
     return [c.Message(role="assistant", content=[c.Text(text="t"), call])]
 
 
+_ASK = {"role": "user", "parts": [{"text": "go"}]}
+
+
 @given(_OBJECTS, st.sampled_from([None, 1]))
 def test_a_gemini_conversation_not_seen_before_fills_nothing_but_a_note(
     value: dict[str, Any], indent: int | None
@@ -108,7 +111,12 @@ def test_a_gemini_conversation_not_seen_before_fills_nothing_but_a_note(
     arguments = json.dumps(value, indent=indent)
     assume(len(arguments.encode()) <= json_objects.ARGUMENT_MAX_BYTES)  # (else never kept)
     raw = msgspec.json.encode(
-        {"contents": [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": value}}]}]}
+        {
+            "contents": [
+                _ASK,
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": value}}]},
+            ]
+        }
     )
     raw = raw.replace(msgspec.json.encode(value), arguments.encode())
     json_objects.forget()
@@ -126,14 +134,18 @@ def test_a_new_call_in_a_known_conversation_is_kept_from_its_second_sighting() -
     between = c.Message(role="user", content=[c.Text(text="go on")])
     turns = [_call_turn(old)[0], between, _call_turn(new)[0]]
     contents = [
-        {"role": "model", "parts": [{"text": "t"}, {"functionCall": {"name": "f", "args": a}}]}
+        turn
         for a in ({"n": 1}, {"n": 2})
+        for turn in (
+            _ASK,  # (Google takes a call turn only after a user turn)
+            {"role": "model", "parts": [{"text": "t"}, {"functionCall": {"name": "f", "args": a}}]},
+        )
     ]
     body = msgspec.json.encode({"contents": contents}).replace(b'{"n":2}', new.encode())
     json_objects.forget()
     for _ in range(2):  # the conversation's first call, seen twice: kept
         gemini._contents_out(_call_turn(old), TranslationReport())
-        gemini.decode_request(msgspec.json.encode({"contents": contents[:1]}), TranslationReport())
+        gemini.decode_request(msgspec.json.encode({"contents": contents[:2]}), TranslationReport())
     assert (len(json_objects.RAW_OBJECTS), len(json_objects.ARGUMENTS)) == (1, 1)
     for n in range(3):
         out = gemini.encode_request(

@@ -367,7 +367,11 @@ ERRORS = [
     (R, _body(R, [5]), _at("object", "int", "tools[0]")),
     (R, _body(R, [_tool(R, 5)], temperature="hot"), _at("float | null", "str", "temperature")),
     (G, _body(G, [5]), _at("object", "int", "tools[0]")),
-    (G, _body(G, [_tool(G, {}), 7], max_tokens="x"), _at("object", "int", "tools[1]")),
+    (
+        G,
+        _body(G, [_tool(G, {}), 7], generationConfig={"maxOutputTokens": "x"}),
+        _at("object", "int", "tools[1]"),
+    ),
 ]
 
 

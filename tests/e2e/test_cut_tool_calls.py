@@ -19,8 +19,9 @@ SSE = [("content-type", "text/event-stream")]
 CUT = '{"cmd": "rm -rf ./build/x'
 
 
-def anthropic_cut_stream() -> bytes:
-    msg = {
+ANTHROPIC_START = {
+    "type": "message_start",
+    "message": {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
@@ -29,25 +30,27 @@ def anthropic_cut_stream() -> bytes:
         "stop_reason": None,
         "stop_sequence": None,
         "usage": {"input_tokens": 5, "output_tokens": 1},
-    }
+    },
+}
+
+
+def cut_call_events(index: int) -> list[dict[str, object]]:
+    """An Anthropic tool call's start and the first, cut, piece of its input."""
     tool = {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}
-    events = [
-        ("message_start", {"type": "message_start", "message": msg}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": tool}),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": CUT},
-            },
-        ),
-        (
-            "error",
-            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
-        ),
+    delta = {"type": "input_json_delta", "partial_json": CUT}
+    return [
+        {"type": "content_block_start", "index": index, "content_block": tool},
+        {"type": "content_block_delta", "index": index, "delta": delta},
     ]
-    return b"".join(f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events)
+
+
+def anthropic_sse(events: list[dict[str, object]]) -> bytes:
+    return b"".join(f"event: {d['type']}\ndata: {json.dumps(d)}\n\n".encode() for d in events)
+
+
+def anthropic_cut_stream() -> bytes:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    return anthropic_sse([ANTHROPIC_START, *cut_call_events(0), error])
 
 
 def chat_cut_stream() -> bytes:

@@ -47,8 +47,9 @@ from ... import exact_json, json_objects, policy, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
-from . import signatures, wire
+from . import signatures, validate, wire
 from .response import parts_in
+from .validate import camel as _camel
 
 _json = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -82,10 +83,17 @@ _KNOWN_FIELDS = frozenset(
     }
 )
 DERIVED_CALL_PREFIX = "gcall_"
+EMPTY_TURN = "(no content)"  # the text of a user turn that holds none
 
 _MODE_IN = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
 _MODE_OUT = {"auto": "AUTO", "required": "ANY", "none": "NONE", "tool": "ANY"}
-_LEVEL_IN = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
+_LEVEL_IN = {
+    "MINIMAL": "minimal",
+    "LOW": "low",
+    "MEDIUM": "medium",
+    "HIGH": "high",
+    "XHIGH": "xhigh",
+}
 _LEVEL_OUT = {
     "minimal": "minimal",
     "low": "low",
@@ -93,15 +101,6 @@ _LEVEL_OUT = {
     "high": "high",
     "xhigh": "high",
 }
-
-
-def _camel(key: str) -> str:
-    if key.startswith("_"):  # ``_responseJsonSchema``, an older SDK spelling
-        key = key[1:]
-    if "_" not in key:
-        return key
-    head, *rest = key.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 def _camel_keys(value: Any) -> Any:
@@ -124,14 +123,19 @@ def _invalid(error: Exception) -> ProxyError:
     return ProxyError.invalid(message, param=m.group(1) if m else None)
 
 
-def parse_body(body: bytes, report: TranslationReport | None) -> dict[str, Any]:
-    """The body as a camelCase dict; unknown top-level fields reported."""
+def parse_body(
+    body: bytes, report: TranslationReport | None, check: bool = False
+) -> dict[str, Any]:
+    """The body as a camelCase dict; top-level fields we do not carry reported;
+    ``check``: any field Google does not have rejected as Google does."""
     try:
         data = _json.decode(body)
     except (msgspec.DecodeError, ValueError) as e:
         raise ProxyError.invalid(f"request body is not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise ProxyError.invalid("request body must be a JSON object")
+    if check:
+        validate.check_fields(data)
     renamed: dict[str, Any] = _camel_keys(data)
     if report is not None:
         for name in renamed:
@@ -167,10 +171,13 @@ def decode_request(
     fast = _decode_camel(body)
     if fast is not None:
         try:
+            validate.check_request(fast[0])
             return to_canonical(fast[0], report, model, stream, fast[1])
         except (_Decline, ProxyError):
             pass  # the general path's error: its typed decode checks every call's args
-    return to_canonical(convert_request(parse_body(body, report)), report, model, stream)
+    req = convert_request(parse_body(body, report, check=True))
+    validate.check_request(req)
+    return to_canonical(req, report, model, stream)
 
 
 class _Decline(Exception):
@@ -302,6 +309,10 @@ def _decode_camel(
     # are there (the others are reported as dropped): only they need the general path's
     # renaming, and the usual function declarations are camelCase already.
     if tools is not None:
+        try:
+            validate.check_tools(tools)
+        except ProxyError:
+            return None  # a field Google does not have: the general path's 400
         req.tools = _camel_tools(tools)
     return req, None
 
@@ -718,7 +729,10 @@ def _user_turn(
     if results:
         messages.append(c.Message(role="tool", content=results))
     if rest or not results:
-        messages.append(c.Message(role="user", content=rest))
+        # A turn of empty text only (Gemini takes it; real clients send one after a
+        # system instruction): the other APIs refuse an empty user turn, and dropping it
+        # leaves none, or a history that starts with the model's calls.
+        messages.append(c.Message(role="user", content=rest or [c.Text(text=EMPTY_TURN)]))
 
 
 # ------------------------------------------------------------------- schemas
@@ -903,8 +917,8 @@ def _rare_generation_config_in(
             )
         else:
             out.response_format = c.ResponseFormat(type="json_object")
-    elif mime not in (None, "text/plain"):
-        report.drop("generationConfig.responseMimeType")
+    elif mime not in (None, "text/plain"):  # XML, YAML, an enum: no other API has them
+        report.reject("generationConfig.responseMimeType", f"{mime} answers cannot be translated")
     modalities = g.response_modalities
     if modalities and any(m.upper() != "TEXT" for m in modalities):
         report.reject("generationConfig.responseModalities", "only text answers can be translated")

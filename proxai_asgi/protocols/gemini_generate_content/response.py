@@ -246,6 +246,18 @@ def args_out(call: c.ToolCall) -> dict[str, object]:
     return value
 
 
+def cut_args_out(call: c.ToolCall, stop: c.StopReason | None) -> dict[str, object] | None:
+    """``args_out``; None for a call the token limit cut inside its arguments (Gemini's
+    ``args`` is an object: a half-built call is left out, as the other clients never get
+    one handed over as whole). Any other call whose arguments are not an object is a 502."""
+    try:
+        return args_out(call)
+    except ProxyError:
+        if stop == "max_tokens":
+            return None
+        raise
+
+
 def finish_out(
     stop: c.StopReason | None, has_text: bool, explanation: str | None
 ) -> tuple[str, str | None, str | None]:
@@ -290,9 +302,10 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
             has_text = True
             part = wire.Part(text=p.text)
         elif type(p) is c.ToolCall:
-            part = wire.Part(
-                function_call=wire.FunctionCall(id=p.id, name=p.name, args=args_out(p))
-            )
+            args = cut_args_out(p, response.stop_reason)
+            if args is None:
+                continue
+            part = wire.Part(function_call=wire.FunctionCall(id=p.id, name=p.name, args=args))
         else:
             continue  # server tool parts have no Gemini answer shape
         if pending is not None:

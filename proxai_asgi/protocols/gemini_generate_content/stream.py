@@ -318,6 +318,7 @@ class GeminiStreamEncoder:
         self._has_text = False
         self._done = False
         self._tail: bytes | None = None  # ``"modelVersion":...}`` of every frame
+        self._cut: ProxyError | None = None  # a call whose arguments are not an object
 
     def encode(self, event: c.StreamEvent) -> bytes:
         if self._done:
@@ -413,7 +414,14 @@ class GeminiStreamEncoder:
             return b""
         if block.kind == "tool_call":
             call = c.ToolCall(id=block.call_id, name=block.name, arguments="".join(block.args))
-            fc = wire.FunctionCall(id=call.id, name=call.name, args=args_out(call))
+            try:
+                args = args_out(call)
+            except ProxyError as e:
+                # Cut inside its arguments: left out if the token limit cut it (the
+                # finish says), else the 502 it is.
+                self._cut = e
+                return b""
+            fc = wire.FunctionCall(id=call.id, name=call.name, args=args)
             return self._chunk([wire.Part(function_call=fc)])
         if block.kind in ("reasoning", "redacted_reasoning"):
             r = block.reasoning
@@ -430,6 +438,8 @@ class GeminiStreamEncoder:
 
     def _on_finish(self, ev: c.Finish) -> bytes:
         out = b"".join(self._on_stop(c.BlockStop(index=i)) for i in list(self._blocks))
+        if self._cut is not None and ev.stop_reason != "max_tokens":
+            raise self._cut
         finish, message, extra = finish_out(ev.stop_reason, self._has_text, ev.refusal_explanation)
         parts: list[wire.Part] = []
         if extra:
