@@ -217,6 +217,9 @@ class Exchange:
         """The model and stream flag: from the URL for a path-addressed protocol."""
         if self.call is not None:
             check_model_segment(self.call.model)  # it came from a URL, and goes into one
+            key = _query_key(self.scope.get("query_string", b""))
+            if key:  # becomes a header value (``client_headers``)
+                check_query_key(key)
             return RequestHead(model=self.call.model, stream=self.call.stream)
         try:
             head = _head_decoder.decode(body)
@@ -331,7 +334,6 @@ class Exchange:
         if self.call is not None:
             key = _query_key(self.scope.get("query_string", b""))
             if key and not any(k == self.client.auth_header for k, _ in headers):
-                check_query_key(key)
                 headers = [*headers, (self.client.auth_header, key)]
         return headers
 
