@@ -498,4 +498,5 @@ def test_a_key_split_across_two_reads_is_masked(rig: Rig, transport: str, stream
     assert KEY not in r.text
     assert "*" * len(KEY) in r.text  # masked in place: lengths and framing hold
     if not stream:
-        assert r.json()["choices"][0]["message"]["content"] == f"your key is {'*' * len(KEY)}, isn't it"
+        content = r.json()["choices"][0]["message"]["content"]
+        assert content == f"your key is {'*' * len(KEY)}, isn't it"
