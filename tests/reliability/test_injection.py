@@ -475,6 +475,9 @@ def test_keys_with_control_characters_are_refused_at_configuration(
 def test_the_cli_refuses_a_key_with_a_newline_without_showing_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)  # were it accepted: no server
     monkeypatch.setenv("PROXAI_API_KEY", KEY + "\n")
     code = main(["--upstream-url", "http://127.0.0.1:9/v1", "--upstream-protocol", CHAT])
     out = capsys.readouterr()
