@@ -32,26 +32,16 @@ from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from proxai_asgi.cli import build_app, build_parser, main
 from proxai_asgi.config import ConfigError
 from tests.helpers.captures import path_of
+from tests.helpers.otel import span_exporter
 from tests.helpers.servers import reply_from_capture
 
 from ._raw import Conn, LoopServer, RawServer
 from ._shapes import error_message
 from .corpus import ANTHROPIC, CHAT, CLIENTS, GEMINI, PATH, PROTOCOLS, RESPONSES
+from .test_security import JSON_CAPTURE, SSE_CAPTURE  # the recordings each protocol answers with
 
 KEY = "sk-upstream-S3CRET-7e1f0a92c4"
 TRANSPORTS = ("lean", "httpx", "inner")
-JSON_CAPTURE = {
-    CHAT: "chat_json_text_basic",
-    RESPONSES: "responses_json_text_basic",
-    ANTHROPIC: "anthropic_json_text_basic",
-    GEMINI: "gemini_json_text_basic",
-}
-SSE_CAPTURE = {
-    CHAT: "chat_sse_text_basic_include_usage",
-    RESPONSES: "responses_sse_text_basic",
-    ANTHROPIC: "anthropic_sse_text_basic",
-    GEMINI: "gemini_sse_thinking",
-}
 BODY_PATHS = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/v1/messages": ANTHROPIC}
 
 
@@ -385,17 +375,7 @@ def test_dropped_field_names_cannot_break_the_dropped_fields_header(
 
 
 def test_span_attributes_hold_no_line_breaks(rig: Rig) -> None:
-    trace = pytest.importorskip("opentelemetry.trace")
-    sdk = pytest.importorskip("opentelemetry.sdk.trace")
-    export = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    exporter = export.InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, sdk.TracerProvider):
-        provider = sdk.TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter = span_exporter()
     r = post(rig.proxy("lean", ANTHROPIC), CHAT, "m\u2028forged", False)
     assert r.status_code == 200, r.text[:300]
     models: list[str] = []
