@@ -13,10 +13,11 @@ import re
 from .errors import ProxyError
 
 # Google's model ids (gemini-2.5-flash, gemma-3-27b-it, learnlm-2.0-flash-experimental)
-# and what Gemini-compatible servers name models: letters, digits, ".", "_", "-". No
-# "/" (another segment), "?" or "#" (a query, a fragment), "%" (an encoded one), ":"
-# (Gemini's method separator) or "@"; "." and ".." are dot segments.
-_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,256}")
+# and what Gemini-compatible servers name models: letters, digits, ".", "_", "-", and
+# the path characters ":" and "@" (Google reads the method after the last ":", as
+# ``paths.path_call`` does). No "/" (another segment), "?" or "#" (a query, a
+# fragment), "%" (an encoded one), whitespace or controls; "." and ".." are dot segments.
+_SEGMENT = re.compile(r"[A-Za-z0-9._:@-]{1,256}")
 # C0 controls, DEL: never in a model (they forge log lines, break headers and URLs).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # In a header value: C0 controls other than tab, and DEL (CR and LF would end the line).
@@ -33,7 +34,7 @@ def check_model_segment(model: str) -> None:
     if not is_path_segment(model):
         raise ProxyError.invalid(
             f"model: {loggable(model)!r} is not a valid model name here (letters, digits, "
-            "'.', '_' and '-' only)",
+            "'.', '_', '-', ':' and '@' only)",
             param="model",
         )
 

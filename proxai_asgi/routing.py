@@ -122,7 +122,7 @@ class Route:
         if rewrite is not None and self.upstream.model_in_path and not is_path_segment(rewrite):
             raise ValueError(
                 f"model_rewrite {rewrite!r}: the upstream puts the model into its URL, so it "
-                "must be letters, digits, '.', '_' and '-' only"
+                "must be letters, digits, '.', '_', '-', ':' and '@' only"
             )
 
     def matches(self, model: str) -> bool:

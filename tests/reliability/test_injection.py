@@ -242,7 +242,6 @@ STEERING_MODELS = [
     "gemini-x#fragment",
     "gemini-x%2f..%2fgemini-ultra",
     "gemini-x%3Fq=1",
-    "gemini-x:countTokens",
     "gemini-x\\..\\evil",
     "gemini-x y",
 ]
@@ -275,7 +274,7 @@ def test_a_model_cannot_steer_a_path_addressed_upstream_url(
         ]
 
 
-PATH_MODELS = ["..", ".", "m?key=stolen", "m#frag", "a/../b", "a:b", "m\r\nx", "m\x00"]
+PATH_MODELS = ["..", ".", "m?key=stolen", "m#frag", "a/../b", "m%2e", "m\r\nx", "m\x00"]
 
 
 @pytest.mark.parametrize("target", [GEMINI, CHAT])

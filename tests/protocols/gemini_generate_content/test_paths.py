@@ -18,6 +18,7 @@ from proxai_asgi.protocols.gemini_generate_content import CODEC
             "/v1beta/models/gemini-2.5-flash:countTokens",
             PathCall("gemini-2.5-flash", False, "count_tokens"),
         ),
+        ("/v1beta/models/a:b:generateContent", PathCall("a:b", False)),
     ],
 )
 def test_client_paths_name_the_model_the_stream_and_the_method(path: str, call: PathCall) -> None:
@@ -37,7 +38,7 @@ def test_other_paths_are_not_gemini_calls(path: str) -> None:
     assert CODEC.path_call(path) is None
 
 
-UNSAFE_MODELS = ["tuned/../m", "m?key=stolen", "m#x", "m x", "a:b", "..", ".", "m%2e", "m\r\nx"]
+UNSAFE_MODELS = ["tuned/../m", "m?key=stolen", "m#x", "m x", "..", ".", "m%2e", "m\r\nx"]
 
 
 @pytest.mark.parametrize("model", UNSAFE_MODELS)
