@@ -147,8 +147,12 @@ def build_app(
         if protocol not in PROTOCOLS:
             raise cfg.ConfigError("--upstream-protocol (or $PROXAI_UPSTREAM_PROTOCOL) is required")
         key_env = args.api_key_env or "PROXAI_API_KEY"
-        upstream = Upstream(protocol, url, env.get(key_env) or None, name="cli", lossy=args.lossy)
-        routes = [Route("*", upstream, args.model_rewrite)]
+        key = env.get(key_env) or None
+        try:
+            upstream = Upstream(protocol, url, key, name="cli", lossy=args.lossy)
+            routes = [Route("*", upstream, args.model_rewrite)]
+        except ValueError as exc:  # e.g. a key with a newline: named, never shown
+            raise cfg.ConfigError(f"${key_env} / --upstream-*: {exc}") from None
     else:
         routes = cfg.build_routes(conf, env)
     inner = _not_found

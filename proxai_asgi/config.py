@@ -188,7 +188,10 @@ def build_upstream(table: dict[str, Any], env: dict[str, str] | None = None) -> 
         key = env.get(variable)
         if not key:
             raise ConfigError(f"upstreams.{table['name']}.api_key_env: ${variable} is not set")
-    return _upstream(table, key)
+    try:
+        return _upstream(table, key)
+    except ValueError as exc:  # the key from the environment (named, never shown)
+        raise ConfigError(f"upstreams.{table['name']}: {exc}") from None
 
 
 def build_routes(config: Config, env: dict[str, str] | None = None) -> list[Route]:
@@ -197,7 +200,14 @@ def build_routes(config: Config, env: dict[str, str] | None = None) -> list[Rout
     ups = {u["name"]: build_upstream(u, env) for u in config.upstreams}
     if not config.routes:
         return [Route("*", next(iter(ups.values())))] if ups else []
-    return [Route(r.model, ups[r.upstream], r.model_rewrite) for r in config.routes]
+    routes = []
+    for i, r in enumerate(config.routes):
+        try:
+            routes.append(Route(r.model, ups[r.upstream], r.model_rewrite))
+        except ValueError as exc:
+            raise ConfigError(f"routes[{i}]: {exc}") from None
+    return routes
+
 
 
 # The ``[server]`` keys also read from $PROXAI_<KEY> (origins comma-separated).

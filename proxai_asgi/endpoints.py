@@ -82,9 +82,10 @@ async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeade
     if up.inner or not up.base_url:
         return []
     codec = get_codec(up.protocol)
-    out_headers = upstream_headers(headers, up, passthrough=False, stream=False)
     body = b""  # stays empty when the upstream fails, errs or takes too long
     with anyio.move_on_after(_LISTING_TIMEOUT), contextlib.suppress(ProxyError):
+        # (a client header that cannot be sent is a ProxyError too: no listing from it)
+        out_headers = upstream_headers(headers, up, passthrough=False, stream=False)
         async with mw.open_upstream(
             {}, up, out_headers, b"", None, raw=False, get=codec.models_url(up.base_url)
         ) as resp:

@@ -21,6 +21,7 @@ import msgspec
 
 from . import canonical as c
 from . import checks, stored_claims, stored_responses, telemetry
+from .client_values import check_model, check_model_segment, check_query_key, loggable
 from .codec import Codec, PathCall, RequestHead
 from .errors import ProxyError, ResponseAborted
 from .routing import Route, Upstream
@@ -68,6 +69,42 @@ def _query_key(query: bytes) -> bytes | None:
 
 def _mask(data: bytes, secret: bytes) -> bytes:
     return data.replace(secret, b"*" * len(secret)) if secret in data else data
+
+
+class KeyMask:
+    """The upstream key masked in a relayed body, also when it is split across two
+    chunks: a chunk's end that could begin the key (at most ``len(key) - 1`` bytes) is
+    held back until the next chunk shows whether it does, and sent with the last one.
+    On the hot path: one ``in`` and one ``find`` over the chunk's last bytes."""
+
+    __slots__ = ("_held", "_key")
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._held = b""
+
+    def feed(self, data: bytes, more: bool) -> bytes:
+        if self._held:
+            data = self._held + data
+            self._held = b""
+        data = _mask(data, self._key)
+        if more and data:
+            cut = _key_start(data, self._key)
+            if cut >= 0:
+                self._held = data[cut:]
+                data = data[:cut]
+        return data
+
+
+def _key_start(data: bytes, key: bytes) -> int:
+    """Where a suffix of ``data`` that begins ``key`` starts (-1: none)."""
+    first = key[:1]
+    i = data.find(first, max(0, len(data) - len(key) + 1))
+    while i >= 0:
+        if key.startswith(data[i:]):
+            return i
+        i = data.find(first, i + 1)
+    return -1
 
 
 async def read_body(
@@ -144,7 +181,7 @@ class Exchange:
         self.usage: c.Usage | None = None
         self.response_model: str | None = None
         self.span = telemetry.start(client.name)
-        self.secret: bytes | None = None  # the upstream key, masked in whatever we relay
+        self.secret: KeyMask | None = None  # the upstream key, masked in whatever we relay
         # A Responses answer to store, or whose owner to record (``stored_claims``).
         self.turn: stored_responses.Turn | stored_claims.Claimer | None = None
 
@@ -202,6 +239,10 @@ class Exchange:
     def head(self, body: bytes) -> RequestHead:
         """The model and stream flag: from the URL for a path-addressed protocol."""
         if self.call is not None:
+            check_model_segment(self.call.model)  # it came from a URL, and goes into one
+            key = _query_key(self.scope.get("query_string", b""))
+            if key:  # becomes a header value (``client_headers``)
+                check_query_key(key)
             return RequestHead(model=self.call.model, stream=self.call.stream)
         try:
             head = _head_decoder.decode(body)
@@ -211,6 +252,7 @@ class Exchange:
             raise ProxyError.invalid("request body is not valid JSON") from None
         if not head.model:
             raise ProxyError.invalid("model: field required", param="model")
+        check_model(head.model)
         return head
 
     def route(self, head: RequestHead) -> Route:
@@ -218,8 +260,13 @@ class Exchange:
         route = self.mw.router.select(head.model or "")
         if route is None:
             raise ProxyError(404, f"no upstream is configured for model {head.model!r}")
+        model = route.model_rewrite or head.model or ""
+        if route.upstream.model_in_path:
+            # Before anything is sent: a model that would add a path or a query to the
+            # upstream's URL (and matched a glob by doing so) is refused.
+            check_model_segment(model)
         self.upstream = route.upstream
-        self.model = model = route.model_rewrite or head.model or ""
+        self.model = model
         self.stream = bool(head.stream)
         self.upstream_call = PathCall(model=model, stream=self.stream)
         return route
@@ -235,15 +282,16 @@ class Exchange:
             # must not hand it to the client: masked with as many bytes, so that
             # content-length and framing still hold. (Keys too short to be real ones
             # would mask ordinary text.)
-            self.secret = up.api_key.encode()
-            headers = [(k, _mask(v, self.secret)) for k, v in headers]
+            secret = up.api_key.encode()
+            self.secret = KeyMask(secret)
+            headers = [(k, _mask(v, secret)) for k, v in headers]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = True) -> None:
         if self.ttfb is None and data:
             self.ttfb = time.perf_counter() - self.t0
         if self.secret is not None:
-            data = _mask(data, self.secret)
+            data = self.secret.feed(data, more)
         if self.turn is not None:
             await self.turn.observe(self.status, data, more)
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
@@ -271,7 +319,9 @@ class Exchange:
         exhausted = error is not None and error.code == "insufficient_quota"
         headers += self.client.rate_limit_headers(headers, exhausted=exhausted)
         if self.dropped:
-            headers.append((DROPPED_HEADER, ", ".join(self.dropped).encode()))
+            # Field names can be the client's own (unknown keys): escaped, so that a
+            # CR or LF cannot end the header (the server would drop the whole answer).
+            headers.append((DROPPED_HEADER, loggable(", ".join(self.dropped)).encode()))
         return headers
 
     # ---------------------------------------------------------------- upstreams
@@ -333,12 +383,12 @@ class Exchange:
             self.client.name,
             up.label if up else "-",
             f"{self.client.name}->{up.protocol}" if up else "-",
-            self.model or "-",
+            loggable(self.model or "-"),
             self.stream,
             self.status,
             (time.perf_counter() - self.t0) * 1000,
             f"{self.ttfb * 1000:.1f}" if self.ttfb is not None else "-",
             usage.input_tokens if usage else "-",
             usage.output_tokens if usage else "-",
-            ",".join(self.dropped) or "-",
+            loggable(",".join(self.dropped) or "-"),
         )

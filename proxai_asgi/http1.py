@@ -536,8 +536,9 @@ def _request(sent: Sent) -> bytes:
     uncompressed)."""
     try:
         return write_request(sent)
-    except Unsendable as exc:
-        raise ProxyError(502, f"cannot send this request upstream ({exc})") from None
+    except Unsendable:
+        # h11's reason quotes the refused header, whose value may be the upstream key.
+        raise ProxyError(502, "cannot send this request upstream", kind="bad_gateway") from None
 
 
 def _framing(head: Head) -> Framing:

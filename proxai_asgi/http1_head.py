@@ -85,6 +85,8 @@ def write_request(sent: Sent) -> bytes:
     fields = b"".join([b"%s: %s\r\n" % kv for kv in headers])
     if (
         _REQUEST_FIELDS.fullmatch(fields)
+        # One line per field: a value holding CR LF would pass as two fields above.
+        and fields.count(b"\n") == len(headers)
         and _FIELD_VALUE.fullmatch(host)
         and _METHOD.fullmatch(method)
         and _TARGET.fullmatch(target)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
 from urllib.parse import SplitResult, urlsplit
 
+from .client_values import is_path_segment
 from .codec import PROTOCOLS, PathCall, ProtocolName
 from .settings import UpstreamOptions
 
@@ -41,6 +43,14 @@ class Upstream(UpstreamOptions):
             object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
         elif not self.inner:
             raise ValueError("an HTTP upstream needs a base_url")
+        _check_sendable(self.api_key, self.headers)
+
+    @property
+    def model_in_path(self) -> bool:
+        """The model goes into this upstream's URL (Gemini): it must be one segment."""
+        from .protocols import get_codec
+
+        return get_codec(self.protocol).model_in_path
 
     @classmethod
     def inner_app(
@@ -81,6 +91,28 @@ class Upstream(UpstreamOptions):
         return parts.path, parts.query.encode()
 
 
+def _check_sendable(api_key: str | None, headers: Mapping[str, str]) -> None:
+    """A key or header value with a control character cannot be sent (HTTP libraries
+    refuse it, quoting it in their error): refused here, without printing the key."""
+    if api_key is not None and (_KEY_CONTROL.search(api_key) or api_key != api_key.strip()):
+        raise ValueError(
+            "api_key holds a control character or surrounding whitespace (a trailing "
+            "newline from a secret file?): remove it; the key is not shown"
+        )
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name) or _CONTROL.search(value) or value != value.strip(" \t"):
+            raise ValueError(
+                f"headers[{name!r}]: a header name must be a token, and its value hold no "
+                "control characters and no surrounding whitespace"
+            )
+
+
+# RFC 9110 field names; in values, C0 controls other than tab, and DEL.
+_TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_KEY_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 @dataclass(frozen=True)
 class Route:
     """Send requests whose model matches ``model`` (a glob) to ``upstream``,
@@ -89,6 +121,14 @@ class Route:
     model: str
     upstream: Upstream
     model_rewrite: str | None = None
+
+    def __post_init__(self) -> None:
+        rewrite = self.model_rewrite
+        if rewrite is not None and self.upstream.model_in_path and not is_path_segment(rewrite):
+            raise ValueError(
+                f"model_rewrite {rewrite!r}: the upstream puts the model into its URL, so it "
+                "must be letters, digits, '.', '_', '-', ':' and '@' only"
+            )
 
     def matches(self, model: str) -> bool:
         return fnmatchcase(model, self.model)

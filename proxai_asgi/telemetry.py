@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .client_values import loggable
+
 if TYPE_CHECKING:
     from .routing import Upstream
 
@@ -46,10 +48,11 @@ def finish(
 
         attrs["gen_ai.system"] = get_codec(upstream.protocol).system
         attrs["proxai.upstream.protocol"] = upstream.protocol
+    # Models are the client's (and the upstream's) strings: escaped like log lines.
     if request_model:
-        attrs["gen_ai.request.model"] = request_model
+        attrs["gen_ai.request.model"] = loggable(request_model)
     if response_model:
-        attrs["gen_ai.response.model"] = response_model
+        attrs["gen_ai.response.model"] = loggable(response_model)
     if input_tokens is not None:
         attrs["gen_ai.usage.input_tokens"] = input_tokens
     if output_tokens is not None:

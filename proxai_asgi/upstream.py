@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
+from .client_values import check_header_values
 from .codec import ProtocolName
 from .errors import ProxyError
 from .routing import Upstream
@@ -151,6 +152,7 @@ def upstream_headers(
         key = name.lower().encode()
         out = [(k, v) for k, v in out if k != key]
         out.append((key, value.encode()))
+    check_header_values(out)  # a client's CR/LF (a decoded ``?key=``) adds no header
     return out
 
 

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
+from tests.helpers.otel import span_exporter
 from tests.helpers.servers import FakeUpstream, reply_from_capture, serve
 
 
@@ -58,17 +59,7 @@ def test_one_structured_log_line_per_exchange_without_secrets(
 
 
 def test_exchange_span_carries_genai_attributes() -> None:
-    trace = pytest.importorskip("opentelemetry.trace")
-    sdk = pytest.importorskip("opentelemetry.sdk.trace")
-    export = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    exporter = export.InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, sdk.TracerProvider):
-        provider = sdk.TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter = span_exporter()
     _exchange()
     spans = [s for s in exporter.get_finished_spans() if s.name == "chat proxai"]
     assert spans, "no exchange span"

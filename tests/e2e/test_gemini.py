@@ -330,5 +330,8 @@ def test_a_model_name_cannot_add_a_query_or_a_path_to_the_upstream_url(
     body = load("gemini_json_text_basic")["request"]["body"]
     for model in ("m%3Fkey=stolen", "m%23frag", "a%2F..%2Fb"):
         r = httpx.post(f"{base}/v1beta/models/{model}:generateContent", json=body, timeout=30)
-        assert r.status_code == 404, model  # not a Gemini call: the wrapped app's 404
+        # A Gemini call with an unsafe model: refused in Google's shape (it was the
+        # wrapped app's 404 before issue 26; either way nothing reaches the upstream).
+        assert r.status_code == 400, model
+        assert r.json()["error"]["status"] == "INVALID_ARGUMENT", r.text
     assert fake.seen == []

@@ -10,8 +10,7 @@ used as it is) plus the same shape, ``?alt=sse`` for a stream.
 
 from __future__ import annotations
 
-import re
-
+from ...client_values import check_model_segment
 from ...codec import PathCall
 
 VERSIONS = ("v1beta", "v1")
@@ -22,18 +21,18 @@ _METHODS = {
     "countTokens": (False, "count_tokens"),
 }
 _METHOD_OF = {(False, "generate"): "generateContent", (True, "generate"): "streamGenerateContent"}
-# What a model name may hold: it is put into the upstream URL, so a client must not be
-# able to add a path, a query or a fragment there (ASGI paths arrive percent-decoded).
-_MODEL = re.compile(r"[A-Za-z0-9._:@-]+")
 
 
 def path_call(path: str) -> PathCall | None:
+    """The call a Gemini path names. Its model is the client's, as the path has it
+    (ASGI paths arrive percent-decoded): checked by the exchange, which answers an
+    unsafe one with a 400 (``client_values.check_model_segment``)."""
     version, sep, rest = path.lstrip("/").partition("/models/")
     if not sep or version not in VERSIONS:
         return None
     model, colon, method = rest.rpartition(":")
     found = _METHODS.get(method)
-    if not colon or found is None or not _MODEL.fullmatch(model):
+    if not colon or found is None or not model:
         return None
     stream, action = found
     return PathCall(model=model, stream=stream, action=action)  # type: ignore[arg-type]
@@ -52,8 +51,11 @@ def versioned(base_url: str) -> str:
 
 
 def upstream_url(base_url: str, call: PathCall | None) -> str:
+    """The URL (or, with ``base_url=""``, the path) of a call; a model that is not one
+    path segment is a 400, whoever named it (a client's path or body, a route)."""
     if call is None:
         return versioned(base_url) + "/models"
+    check_model_segment(call.model)
     if call.action == "count_tokens":
         return f"{versioned(base_url)}/models/{call.model}:countTokens"
     method = _METHOD_OF[(call.stream, "generate")]
