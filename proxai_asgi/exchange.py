@@ -24,6 +24,7 @@ from . import checks, stored_claims, stored_responses, telemetry
 from .client_values import check_model, check_model_segment, check_query_key, loggable
 from .codec import Codec, PathCall, RequestHead
 from .errors import ProxyError, ResponseAborted
+from .key_mask import KeyMask, mask, maskable_key
 from .routing import Route, Upstream
 from .upstream import (
     Message,
@@ -65,46 +66,6 @@ def _query_key(query: bytes) -> bytes | None:
         if name == b"key" and value:
             return unquote_to_bytes(value)
     return None
-
-
-def _mask(data: bytes, secret: bytes) -> bytes:
-    return data.replace(secret, b"*" * len(secret)) if secret in data else data
-
-
-class KeyMask:
-    """The upstream key masked in a relayed body, also when it is split across two
-    chunks: a chunk's end that could begin the key (at most ``len(key) - 1`` bytes) is
-    held back until the next chunk shows whether it does, and sent with the last one.
-    On the hot path: one ``in`` and one ``find`` over the chunk's last bytes."""
-
-    __slots__ = ("_held", "_key")
-
-    def __init__(self, key: bytes) -> None:
-        self._key = key
-        self._held = b""
-
-    def feed(self, data: bytes, more: bool) -> bytes:
-        if self._held:
-            data = self._held + data
-            self._held = b""
-        data = _mask(data, self._key)
-        if more and data:
-            cut = _key_start(data, self._key)
-            if cut >= 0:
-                self._held = data[cut:]
-                data = data[:cut]
-        return data
-
-
-def _key_start(data: bytes, key: bytes) -> int:
-    """Where a suffix of ``data`` that begins ``key`` starts (-1: none)."""
-    first = key[:1]
-    i = data.find(first, max(0, len(data) - len(key) + 1))
-    while i >= 0:
-        if key.startswith(data[i:]):
-            return i
-        i = data.find(first, i + 1)
-    return -1
 
 
 async def read_body(
@@ -276,15 +237,12 @@ class Exchange:
     async def start(self, status: int, headers: RawHeaders) -> None:
         self.started = True
         self.status = status
-        up = self.upstream
-        if up is not None and up.api_key and len(up.api_key) >= 12:
+        secret = maskable_key(self.upstream)
+        if secret is not None:
             # An upstream that quotes our key back (an error echoing the credential)
-            # must not hand it to the client: masked with as many bytes, so that
-            # content-length and framing still hold. (Keys too short to be real ones
-            # would mask ordinary text.)
-            secret = up.api_key.encode()
+            # must not hand it to the client.
             self.secret = KeyMask(secret)
-            headers = [(k, _mask(v, secret)) for k, v in headers]
+            headers = [(k, mask(v, secret)) for k, v in headers]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = True) -> None:

@@ -17,6 +17,7 @@ import msgspec
 from . import ids
 from .codec import Codec
 from .errors import ProxyError
+from .key_mask import mask, maskable_key
 from .protocols import all_codecs
 from .store import StoreUnavailable
 from .stored_claims import claimed, release, server_keyed, shown, where
@@ -252,9 +253,5 @@ async def _forward(
 
 
 def _masked(up: Upstream, data: bytes) -> bytes:
-    """Our key, should the upstream quote it, masked as ``Exchange`` masks the answers
-    it relays (keys too short to be real ones are left: they would mask plain text)."""
-    if not up.api_key or len(up.api_key) < 12:
-        return data
-    secret = up.api_key.encode()
-    return data.replace(secret, b"*" * len(secret))
+    secret = maskable_key(up)
+    return data if secret is None else mask(data, secret)

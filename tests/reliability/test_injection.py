@@ -362,13 +362,19 @@ def test_client_strings_cannot_forge_log_lines(
 def test_dropped_field_names_cannot_break_the_dropped_fields_header(
     rig: Rig, client: str, transport: str
 ) -> None:
-    """An unknown top-level field is dropped and named in ``x-proxai-dropped-fields``; a
-    CR/LF in its name made the server drop the whole answer."""
+    """An unknown top-level field is dropped and named in ``x-proxai-dropped-fields``
+    (Responses) or refused (Gemini, as Google does); a CR/LF in its name made the server
+    drop the whole answer."""
     url = rig.proxy(transport, CHAT)
     name = "evil\r\nset-cookie: stolen=1"
     r = post(url, client, "m", False, **{name: 1})
-    assert r.status_code == 200, r.text[:300]
     assert "set-cookie" not in r.headers
+    if client == GEMINI:
+        # Google refuses unknown fields: the refusal arrives whole, the name escaped.
+        assert r.status_code == 400, r.text[:300]
+        assert r.json()["error"]["status"] == "INVALID_ARGUMENT"
+        return
+    assert r.status_code == 200, r.text[:300]
     dropped = r.headers["x-proxai-dropped-fields"]
     assert "evil" in dropped and "\r" not in dropped and "\n" not in dropped
 
