@@ -54,7 +54,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.sansio import frames, synthetic  # noqa: E402
+from bench._common import frames, synthetic  # noqa: E402
 from proxai_asgi import Upstream, pipeline  # noqa: E402
 from proxai_asgi import canonical as c  # noqa: E402
 from proxai_asgi.codec import UpstreamOptions  # noqa: E402
