@@ -74,6 +74,7 @@ def _tree_modules() -> tuple[Any, Any]:
     spec = importlib.util.spec_from_file_location("bench_common", ROOT / "bench" / "_common.py")
     assert spec is not None and spec.loader is not None
     common = importlib.util.module_from_spec(spec)
+    sys.modules["bench_common"] = common  # its dataclasses look their module up
     spec.loader.exec_module(common)
     servers = Path.cwd() / "bench" / "servers" / "default_proxy.py"
     name = "bench.servers.default_proxy" if servers.exists() else "bench.default_proxy"
