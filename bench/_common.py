@@ -179,10 +179,18 @@ async def read_body(receive: Any) -> bytes:
             return body
 
 
-def capture_body(name: str) -> bytes:
-    """A recorded answer's body (the recordings live outside the repository)."""
-    from tests.helpers.captures import captures_dir
+def captures_dir() -> Path:
+    """Where the recorded traffic lives, found as the suite finds it
+    (``tests/helpers/captures.py``, which needs pytest; the LiteLLM bench's virtualenv
+    has none): ``PROXAI_CAPTURES``, else ``shared/fixtures/captures`` beside the checkout."""
+    override = os.environ.get("PROXAI_CAPTURES")
+    if override:
+        return Path(override).expanduser().resolve()
+    return ROOT.parent / "shared" / "fixtures" / "captures"
 
+
+def capture_body(name: str) -> bytes:
+    """A recorded answer's body."""
     record = json.loads((captures_dir() / f"{name}.json").read_text())
     return str(record["response"]["body"]).encode()
 
