@@ -173,8 +173,9 @@ async def read_body(receive: Any) -> bytes:
     """The request body an ASGI app is sent, read whole (the fake upstreams)."""
     body = b""
     while True:
-        message = await receive()
-        body += message.get("body", b"")
+        message: dict[str, Any] = await receive()
+        chunk: bytes = message.get("body", b"")
+        body += chunk
         if not message.get("more_body"):
             return body
 
