@@ -1,8 +1,8 @@
 """Issue 16 §1: the path a user gets with no options, for http:// and https:// upstreams.
 
-Processes on 127.0.0.1: the fake upstream (``bench/stream_upstream.py``, all four
+Processes on 127.0.0.1: the fake upstream (``bench/servers/stream_upstream.py``, all four
 protocols) once over http and once over https (a test CA made here with trustme), and
-for each scheme two proxies (``bench/default_proxy.py``): ``ProxaiMiddleware`` with no
+for each scheme two proxies (``bench/servers/default_proxy.py``): ``ProxaiMiddleware`` with no
 performance options ("default"), and the same with ``lean_http=False`` ("httpx", the
 default before this change). The client (httpx, counting ``data:`` in raw bytes so that
 it is not the bottleneck) measures, for every pair of client and upstream protocol:
@@ -37,88 +37,39 @@ import argparse
 import os
 import ssl
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import trustme
 
-from bench.e2e import cpu_seconds, free_port, wait_port
-from bench.sansio import frames, synthetic
-from proxai_asgi.codec import ProtocolName
+from bench._common import (
+    FULL,
+    ROOT,
+    Row,
+    frames,
+    free_port,
+    make_certs,
+    one_stream,
+    process,
+    request_for,
+    split_cpus,
+    synthetic,
+    uvicorn,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
 PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
 TRANSPORTS = ("default", "httpx")
-FULL: dict[str, ProtocolName] = {
-    "chat": "openai_chat_completions",
-    "responses": "openai_responses",
-    "anthropic": "anthropic_messages",
-    "gemini": "gemini_generate_content",
-}
 TARGETS = "translated >= 0.9x pass-through events/s; added p50 <= 0.75 ms; CPU <= 8 µs/event"
 
 
-def request_for(
-    client: str, upstream: str, *, stream: bool, paced: bool = False, short: bool = False
-) -> tuple[str, dict[str, object]]:
-    """Path and body of a ``client``-protocol request routed to ``upstream``."""
-    model = f"{upstream}-{'paced' if paced else 'short' if short else 'm'}"
-    text = [{"role": "user", "content": "x"}]
-    if client == "chat":
-        return "/v1/chat/completions", {"model": model, "stream": stream, "messages": text}
-    if client == "responses":
-        return "/v1/responses", {"model": model, "stream": stream, "input": "x"}
-    if client == "anthropic":
-        body = {"model": model, "stream": stream, "max_tokens": 10, "messages": text}
-        return "/v1/messages", body
-    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-    contents = [{"role": "user", "parts": [{"text": "x"}]}]
-    return f"/v1beta/models/{model}:{method}", {"contents": contents}
-
-
-@contextmanager
-def process(
-    args: list[str], port: int, env: dict[str, str], cwd: Path = ROOT, cpus: set[int] | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """A server process on ``port``; with ``cpus``, it and its threads run on those only."""
-    pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
-    proc = subprocess.Popen(
-        args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=pin,
-    )  # fmt: skip
-    try:
-        wait_port(port)
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def uvicorn(app: str, port: int, *extra: str, fast: bool = False) -> list[str]:
-    server = ["--loop", "uvloop", "--http", "httptools"] if fast else ["--loop", "asyncio",
-              "--http", "h11"]  # fmt: skip
-    return [PY, "-m", "uvicorn", app, "--port", str(port), "--log-level", "warning",
-            "--no-access-log", *server, *extra]  # fmt: skip
-
-
-def one_stream(client: httpx.Client, url: str, body: dict[str, object]) -> tuple[int, float]:
-    """Events read and seconds taken."""
-    t = time.perf_counter()
-    events, tail = 0, b""
-    with client.stream("POST", url, json=body) as r:
-        r.raise_for_status()
-        for chunk in r.iter_raw():
-            events += (tail + chunk).count(b"data:")  # "data:" split across reads
-            tail = chunk[-4:]
-    return events, time.perf_counter() - t
+def proxy_app(tree: Path) -> str:
+    """The default proxy's module in ``tree``, wherever that checkout keeps it."""
+    if (tree / "bench" / "servers" / "default_proxy.py").exists():
+        return "bench.servers.default_proxy:app"
+    return "bench.default_proxy:app"  # a checkout from before bench/servers/
 
 
 def first_event(client: httpx.Client, url: str, body: dict[str, object]) -> float:
@@ -131,48 +82,6 @@ def first_event(client: httpx.Client, url: str, body: dict[str, object]) -> floa
             if not first and b"data:" in chunk:
                 first = time.perf_counter() - t
     return first * 1000
-
-
-def user_kernel_ticks(pid: int) -> tuple[int, int]:
-    """The process's user and kernel CPU time in clock ticks (10 ms: summed over every
-    saturated stream of a proxy, enough to tell the two apart)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]), int(fields[12])
-
-
-@dataclass
-class Row:
-    """One client <- upstream pair through one proxy. Rates and CPU are per upstream
-    event: a client protocol that merges events (Gemini's whole function calls) would
-    otherwise look slower for sending fewer."""
-
-    upstream_events: int
-    paced_upstream_events: int
-    rates: list[float] = field(default_factory=list)
-    events: int = 0
-    cpu: float = 0.0  # proxy CPU seconds over those events
-    paced_rates: list[float] = field(default_factory=list)
-    paced_events: int = 0
-    paced_cpu: float = 0.0
-    latencies: list[float] = field(default_factory=list)
-    first_events: list[float] = field(default_factory=list)
-    ticks: list[int] = field(default_factory=lambda: [0, 0])  # user, kernel (saturated)
-
-    def stream(self, client: httpx.Client, url: str, body: dict[str, object], pid: int) -> None:
-        cpu0, ticks0 = cpu_seconds(pid), user_kernel_ticks(pid)
-        _, seconds = one_stream(client, url, body)
-        self.cpu += cpu_seconds(pid) - cpu0
-        for i, (a, b) in enumerate(zip(ticks0, user_kernel_ticks(pid), strict=True)):
-            self.ticks[i] += b - a
-        self.events += self.upstream_events
-        self.rates.append(self.upstream_events / seconds)
-
-    def paced(self, client: httpx.Client, url: str, body: dict[str, object], pid: int) -> None:
-        cpu0 = cpu_seconds(pid)
-        _, seconds = one_stream(client, url, body)
-        self.paced_cpu += cpu_seconds(pid) - cpu0
-        self.paced_events += self.paced_upstream_events
-        self.paced_rates.append(self.paced_upstream_events / seconds)
 
 
 def timed_post(client: httpx.Client, url: str, body: dict[str, object]) -> float:
@@ -197,7 +106,8 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
     if load_cpus is not None:
         os.sched_setaffinity(0, load_cpus)
     with ExitStack() as es:
-        up_cmd = uvicorn("bench.stream_upstream:app", up_port, *(tls if scheme == "https" else []))
+        up_app = "bench.servers.stream_upstream:app"
+        up_cmd = uvicorn(up_app, up_port, *(tls if scheme == "https" else []))
         es.enter_context(process(up_cmd, up_port, env, cpus=load_cpus))
         upstream = f"{scheme}://127.0.0.1:{up_port}"
         proxies: dict[str, tuple[str, int]] = {}
@@ -208,7 +118,7 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
             penv["SSL_CERT_FILE"] = str(certs / "ca.pem")
             # "base": this proxy as another checkout has it (uvicorn imports from cwd)
             tree = Path(args.base_tree) if name == "base" else ROOT
-            cmd = uvicorn("bench.default_proxy:app", port, fast=server == "uvloop")
+            cmd = uvicorn(proxy_app(tree), port, fast=server == "uvloop")
             proc = es.enter_context(process(cmd, port, penv, tree, cpus=proxy_cpus))
             proxies[transport] = (f"http://127.0.0.1:{port}", proc.pid)
         verify = ssl.create_default_context(cafile=str(certs / "ca.pem"))
@@ -258,13 +168,6 @@ def measure(scheme: str, args: argparse.Namespace, certs: Path) -> Results:
     direct_p50 = {up: statistics.median(v) for up, v in direct.items()}
     first_p50 = {up: statistics.median(v) for up, v in direct_first.items()}
     return Results(scheme, rows, direct_p50, first_p50, args.transports)
-
-
-def _split_cpus() -> tuple[set[int], set[int]]:
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        raise SystemExit("--pin needs at least two CPUs")
-    return {cpus[0]}, set(cpus[1:])
 
 
 @dataclass
@@ -358,14 +261,10 @@ def main() -> None:
         help="proxies on one CPU, upstream and client on the rest (no scheduler contention)",
     )
     args = parser.parse_args()
-    args.cpus = _split_cpus() if args.pin else (None, None)  # before this process is pinned
-    ca = trustme.CA()
+    args.cpus = split_cpus() if args.pin else (None, None)  # before this process is pinned
     with tempfile.TemporaryDirectory() as tmp:
         certs = Path(tmp)
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.cert_chain_pems[0].write_to_path(str(certs / "cert.pem"))
-        leaf.private_key_pem.write_to_path(str(certs / "key.pem"))
-        ca.cert_pem.write_to_path(str(certs / "ca.pem"))
+        make_certs(certs)
         print(f"targets: {TARGETS}")
         for scheme in args.schemes.split(","):
             report(measure(scheme, args, certs))

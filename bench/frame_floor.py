@@ -3,16 +3,16 @@
 The proxy's CPU per streamed event, pinned (the proxies on the first CPU, the upstream
 and this client on the others, as ``bench/default_path.py --pin``), for:
 
-- ``tcp``: a TCP relay on asyncio protocols (``bench/tcp_relay.py``): a socket read
+- ``tcp``: a TCP relay on asyncio protocols (``bench/servers/tcp_relay.py``): a socket read
   and a socket write per read, nothing else;
 - ``asgi``: an ASGI app under uvicorn that sends every read of the upstream on as one
-  body message (``bench/asgi_relay.py``): the floor of any ASGI middleware;
-- ``default``: ``ProxaiMiddleware`` as a user mounts it (``bench/default_proxy.py``),
+  body message (``bench/servers/asgi_relay.py``): the floor of any ASGI middleware;
+- ``default``: ``ProxaiMiddleware`` as a user mounts it (``bench/servers/default_proxy.py``),
   Chat passed through and translated for Anthropic and Responses clients;
 
 each on asyncio with h11 and on uvloop with httptools (``NAME@uvloop``; the TCP relay
 has no HTTP parser). All streams are the same Chat stream (``--deltas`` text deltas and
-two tool calls from ``bench/stream_upstream.py``, one frame per write), interleaved
+two tool calls from ``bench/servers/stream_upstream.py``, one frame per write), interleaved
 proxy by proxy, run by run. CPU is the proxy process's (``/proc``), split into its own
 code and the kernel.
 
@@ -28,9 +28,17 @@ from contextlib import ExitStack
 
 import httpx
 
-from bench.default_path import PY, Row, _split_cpus, process, request_for, uvicorn
-from bench.e2e import free_port
-from bench.sansio import frames, synthetic
+from bench._common import (
+    PY,
+    Row,
+    frames,
+    free_port,
+    process,
+    request_for,
+    split_cpus,
+    synthetic,
+    uvicorn,
+)
 
 PROXIES = ("tcp", "tcp@uvloop", "asgi", "asgi@uvloop", "default", "default@uvloop")
 # (client protocol, path through the proxy): what each proxy is asked for
@@ -40,9 +48,9 @@ PAIRS = {"tcp": ("chat",), "asgi": ("chat",), "default": ("chat", "anthropic", "
 def _command(name: str, fast: bool, port: int, upstream_port: int) -> list[str]:
     if name == "tcp":
         loop = "uvloop" if fast else "asyncio"
-        return [PY, "-m", "bench.tcp_relay", "--port", str(port), "--upstream",
+        return [PY, "-m", "bench.servers.tcp_relay", "--port", str(port), "--upstream",
                 str(upstream_port), "--loop", loop]  # fmt: skip
-    app = "bench.asgi_relay:app" if name == "asgi" else "bench.default_proxy:app"
+    app = "bench.servers.asgi_relay:app" if name == "asgi" else "bench.servers.default_proxy:app"
     return uvicorn(app, port, fast=fast)
 
 
@@ -52,13 +60,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--proxies", default=",".join(PROXIES), type=lambda s: s.split(","))
     args = parser.parse_args()
-    proxy_cpus, load_cpus = _split_cpus()
+    proxy_cpus, load_cpus = split_cpus()
     os.sched_setaffinity(0, load_cpus)
     env = {**os.environ, "BENCH_DELTAS": str(args.deltas)}
     up_port = free_port()
     events = len(frames(synthetic("openai_chat_completions", args.deltas)))
     with ExitStack() as es:
-        up_cmd = uvicorn("bench.stream_upstream:app", up_port)
+        up_cmd = uvicorn("bench.servers.stream_upstream:app", up_port)
         es.enter_context(process(up_cmd, up_port, env, cpus=load_cpus))
         penv = {**env, "BENCH_UPSTREAM": f"http://127.0.0.1:{up_port}"}
         penv["BENCH_UPSTREAM_PORT"] = str(up_port)

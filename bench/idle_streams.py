@@ -1,8 +1,8 @@
 """Memory per open idle stream: resident memory the proxy process holds for each
 streaming exchange that has sent its first event and then waits on its upstream.
 
-An upstream (plain uvicorn app, own process) answers every streaming request with its
-first Chat SSE event and then sends nothing until the client goes away. N clients
+An upstream (``bench/servers/idle_upstream.py``, own process) answers every streaming
+request with its first Chat SSE event and then sends nothing until the client goes away. N clients
 (raw sockets in this process) open streams through the proxy (``python -m proxai_asgi``
 under uvicorn, own process) at once, each reading until that first event arrives; the
 proxy's VmRSS (``/proc/PID/status``) is read before and with all N open, then
@@ -10,8 +10,8 @@ everything is closed. Done for pass-through (Chat client) and translated (Anthro
 and Responses clients); the upstream's own growth is shown as a bare-uvicorn
 reference (it holds the same N connections with no proxy logic).
 
-    .venv/bin/python bench/idle_streams.py           # N=500
-    IDLE_STREAMS=1000 .venv/bin/python bench/idle_streams.py
+    .venv/bin/python -m bench.idle_streams           # N=500
+    IDLE_STREAMS=1000 .venv/bin/python -m bench.idle_streams
 """
 
 from __future__ import annotations
@@ -20,37 +20,10 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
 import time
-from pathlib import Path
+from contextlib import ExitStack
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.e2e import free_port, start  # noqa: E402
-
-PY = sys.executable
-
-UPSTREAM_APP = r"""
-import anyio
-
-FIRST = (b'data: {"id":"chatcmpl-idle","object":"chat.completion.chunk","created":1,'
-         b'"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
-         b'"finish_reason":null}]}\n\n')
-
-async def app(scope, receive, send):
-    if scope["type"] != "http":
-        return
-    while True:
-        m = await receive()
-        if not m.get("more_body"):
-            break
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/event-stream")]})
-    await send({"type": "http.response.body", "body": FIRST, "more_body": True})
-    while (await receive())["type"] != "http.disconnect":
-        pass
-"""
+from bench._common import PY, free_port, process, rss_kb, uvicorn
 
 BODIES = {
     "pass-through (chat -> chat)": (
@@ -71,13 +44,6 @@ BODIES = {
         {"model": "m", "stream": True, "input": "x"},
     ),
 }
-
-
-def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 async def open_stream(port: int, path: str, body: bytes) -> asyncio.StreamWriter:
@@ -142,70 +108,32 @@ def run_path(label: str, path: str, body: bytes, n: int) -> dict[str, float]:
     """Fresh upstream and proxy processes per path: freed memory is kept by the
     allocator, so a second path measured in the same process would reuse the first's."""
     up_port, px_port = free_port(), free_port()
-    procs = []
-    try:
-        up = start(
-            [
-                PY,
-                "-m",
-                "uvicorn",
-                "bench._idle_upstream_app:app",
-                "--port",
-                str(up_port),
-                "--log-level",
-                "warning",
-                "--no-access-log",
-                "--backlog",
-                "4096",
-            ],
-            up_port,
-        )
-        procs.append(up)
-        px = start(
-            [
-                PY,
-                "-m",
-                "proxai_asgi",
-                "--port",
-                str(px_port),
-                "--upstream-protocol",
-                "openai_chat_completions",
-                "--upstream-url",
-                f"http://127.0.0.1:{up_port}/v1",
-                "--log-level",
-                "warning",
-            ],
-            px_port,
-        )
-        procs.append(px)
+    up_cmd = uvicorn("bench.servers.idle_upstream:app", up_port, "--backlog", "4096")
+    px_cmd = [PY, "-m", "proxai_asgi", "--port", str(px_port), "--upstream-protocol",
+              "openai_chat_completions", "--upstream-url", f"http://127.0.0.1:{up_port}/v1",
+              "--log-level", "warning"]  # fmt: skip
+    with ExitStack() as es:
+        up = es.enter_context(process(up_cmd, up_port))
+        px = es.enter_context(process(px_cmd, px_port))
         return asyncio.run(measure(px.pid, up.pid, px_port, path, body, n))
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 def main() -> None:
     n = int(os.environ.get("IDLE_STREAMS", "500"))
-    app_file = ROOT / "bench" / "_idle_upstream_app.py"
-    app_file.write_text(UPSTREAM_APP)
-    try:
-        print(f"{n} concurrent idle streams (first event sent, then nothing), proxy VmRSS:")
+    print(f"{n} concurrent idle streams (first event sent, then nothing), proxy VmRSS:")
+    print(
+        "| path | RSS before | RSS with N open | per open stream | after close | "
+        "upstream (bare uvicorn) per stream |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, (path, obj) in BODIES.items():
+        r = run_path(label, path, json.dumps(obj).encode(), n)
         print(
-            "| path | RSS before | RSS with N open | per open stream | after close | "
-            "upstream (bare uvicorn) per stream |"
+            f"| {label} | {r['base_kb'] / 1024:.1f} MB | {r['held_kb'] / 1024:.1f} MB | "
+            f"{r['per_stream_kb']:.1f} KB | {r['after_kb'] / 1024:.1f} MB | "
+            f"{r['upstream_per_stream_kb']:.1f} KB |",
+            flush=True,
         )
-        print("|---|---:|---:|---:|---:|---:|")
-        for label, (path, obj) in BODIES.items():
-            r = run_path(label, path, json.dumps(obj).encode(), n)
-            print(
-                f"| {label} | {r['base_kb'] / 1024:.1f} MB | {r['held_kb'] / 1024:.1f} MB | "
-                f"{r['per_stream_kb']:.1f} KB | {r['after_kb'] / 1024:.1f} MB | "
-                f"{r['upstream_per_stream_kb']:.1f} KB |",
-                flush=True,
-            )
-    finally:
-        app_file.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.asgi_body import read_body  # noqa: E402
+from bench._common import read_body  # noqa: E402
 from proxai_asgi import ProxaiMiddleware, Upstream  # noqa: E402
 from proxai_asgi import canonical as c  # noqa: E402
 from proxai_asgi.codec import unfold  # noqa: E402

@@ -2,7 +2,7 @@
 
 Run with the bench-only virtualenv (``bash bench/setup-litellm.sh`` creates it):
 
-    bench/.venv-litellm/bin/python bench/litellm_compare.py
+    bench/.venv-litellm/bin/python -m bench.litellm_compare
 
 Directions are named client -> upstream, as in the peers reference (A = Anthropic
 Messages, C = OpenAI Chat Completions, R = OpenAI Responses): "A->C" is an Anthropic
@@ -54,14 +54,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.sansio import frames, synthetic  # noqa: E402
+from bench._common import captures_dir, frames, synthetic  # noqa: E402
 from proxai_asgi import Upstream, pipeline  # noqa: E402
 from proxai_asgi import canonical as c  # noqa: E402
 from proxai_asgi.codec import UpstreamOptions  # noqa: E402
 from proxai_asgi.errors import TranslationReport  # noqa: E402
 from proxai_asgi.protocols import get_codec  # noqa: E402
 from proxai_asgi.sse import SSEDecoder  # noqa: E402
-from tests.helpers.captures import captures_dir  # noqa: E402
 
 CAPTURES = captures_dir()  # recorded traffic lives outside the repository
 A, C, R = "anthropic_messages", "openai_chat_completions", "openai_responses"

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import contextlib
 import json
 import resource
@@ -36,22 +35,15 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench._common import ROOT, Conn, Tally, raw_request, rss_kb
 
 PROTOCOLS = ("openai_chat_completions", "openai_responses", "anthropic_messages")
 SHORT = {
     "openai_chat_completions": "chat",
     "openai_responses": "responses",
     "anthropic_messages": "anthropic",
-}
-CLIENT_PATH = {
-    "openai_chat_completions": "/v1/chat/completions",
-    "openai_responses": "/v1/responses",
-    "anthropic_messages": "/v1/messages",
 }
 UPSTREAM_OF_PATH = {
     "/v1/chat/completions": "openai_chat_completions",
@@ -62,16 +54,6 @@ CAPTURE = {
     "openai_chat_completions": "chat_sse_text_basic_include_usage",
     "openai_responses": "responses_sse_text_basic",
     "anthropic_messages": "anthropic_sse_text_basic",
-}
-TERMINATOR = {
-    "openai_chat_completions": b"data: [DONE]\n\n",
-    "openai_responses": b"event: response.completed\n",
-    "anthropic_messages": b"event: message_stop\n",
-}
-ERROR_MARK = {
-    "openai_chat_completions": b'data: {"error"',
-    "openai_responses": b"event: error\n",
-    "anthropic_messages": b"event: error\n",
 }
 DIRECTIONS = [(c, u) for c in PROTOCOLS for u in PROTOCOLS if c != u]
 
@@ -203,107 +185,12 @@ def run_proxy(sock: socket.socket, args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------- client
 
 
-def request_for(client: str, upstream: str) -> bytes:
-    model = f"to-{SHORT[upstream]}"
-    if client == "openai_chat_completions":
-        body: dict[str, Any] = {
-            "model": model,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": "What is 4200 + 42?"}],
-        }
-    elif client == "openai_responses":
-        body = {"model": model, "stream": True, "input": "What is 4200 + 42?"}
-    else:
-        body = {
-            "model": model,
-            "stream": True,
-            "max_tokens": 64,
-            "messages": [{"role": "user", "content": "What is 4200 + 42?"}],
-        }
-    data = json.dumps(body).encode()
-    head = (
-        f"POST {CLIENT_PATH[client]} HTTP/1.1\r\nhost: 127.0.0.1\r\n"
-        f"content-type: application/json\r\nauthorization: Bearer client\r\n"
-        f"content-length: {len(data)}\r\n\r\n"
-    )
-    return head.encode() + data
-
-
-class Conn:
-    """One keep-alive HTTP/1.1 connection to the proxy."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def connect(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(Exception):
-                await self.writer.wait_closed()
-            self.writer = None
-
-    async def exchange(self, request: bytes) -> tuple[int, bytes]:
-        if self.writer is None:
-            await self.connect()
-        assert self.reader is not None and self.writer is not None
-        self.writer.write(request)
-        await self.writer.drain()
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ")[1])
-        headers = {
-            k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
-        }
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            parts = []
-            while True:
-                size = int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16)
-                if size == 0:
-                    await self.reader.readuntil(b"\r\n")
-                    break
-                parts.append(await self.reader.readexactly(size))
-                await self.reader.readexactly(2)
-            body = b"".join(parts)
-        else:
-            body = await self.reader.readexactly(int(headers.get("content-length", "0")))
-        if headers.get("connection", "").lower() == "close":
-            await self.close()
-        return status, body
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.ok = 0
-        self.errors: collections.Counter[str] = collections.Counter()
-        self.statuses: collections.Counter[int] = collections.Counter()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.latencies: list[float] = []
-
-    def check(self, client: str, status: int, body: bytes) -> None:
-        self.statuses[status] += 1
-        if status != 200:
-            self.errors[f"status {status}"] += 1
-        elif ERROR_MARK[client] in body:
-            self.errors["error event in stream"] += 1
-        elif TERMINATOR[client] not in body[-4096:]:
-            self.errors["stream without its terminator"] += 1
-        else:
-            self.ok += 1
-
-
 async def one(conn: Conn, client: str, upstream: str, tally: Tally) -> None:
     tally.in_flight += 1
     tally.max_in_flight = max(tally.max_in_flight, tally.in_flight)
     t0 = time.perf_counter()
     try:
-        status, body = await asyncio.wait_for(conn.exchange(request_for(client, upstream)), 120)
+        status, body = await asyncio.wait_for(conn.exchange(raw_request(client, upstream)), 120)
         tally.check(client, status, body)
     except Exception as exc:  # a broken connection, a timeout: an error, counted
         tally.errors[type(exc).__name__] += 1
@@ -311,13 +198,6 @@ async def one(conn: Conn, client: str, upstream: str, tally: Tally) -> None:
     finally:
         tally.in_flight -= 1
         tally.latencies.append(time.perf_counter() - t0)
-
-
-def rss_kb(pid: int, field: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field}")
 
 
 async def sample_rss(pid: int, samples: list[int], stop: asyncio.Event) -> None:

@@ -42,7 +42,7 @@ import openai
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.asgi_body import read_body  # noqa: E402
+from bench._common import read_body  # noqa: E402
 from proxai_asgi import ProxaiMiddleware, Upstream  # noqa: E402
 
 MIN_CACHEABLE = 1024

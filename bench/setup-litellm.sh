@@ -4,7 +4,7 @@
 # newer releases pin a certifi version the registry lacks.
 #
 #     bash bench/setup-litellm.sh            # creates bench/.venv-litellm
-#     bench/.venv-litellm/bin/python bench/litellm_compare.py
+#     bench/.venv-litellm/bin/python -m bench.litellm_compare
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/bench/.venv-litellm"
@@ -15,7 +15,7 @@ fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet "litellm==1.100.0" uvicorn
 "$VENV/bin/python" -m pip install --quiet -e "$ROOT"
-# Optional profiler for bench/profile notes; skipped quietly if the registry lacks it.
+# Optional profiler (pyinstrument) for profiling the proxy; skipped quietly if the registry lacks it.
 "$VENV/bin/python" -m pip install --quiet pyinstrument || echo "pyinstrument not available; cProfile only"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m

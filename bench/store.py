@@ -66,15 +66,16 @@ def user(n: int) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
-def answer(n: int, request: c.Request) -> bytes:
-    """The model's turn as the Responses codec writes it to the client."""
+def answer(n: int, request: c.Request, response_id: str) -> bytes:
+    """The model's turn as the Responses codec writes it to the client, under the id
+    the proxy minted for it."""
     call = c.ToolCall(
         id=f"call_{n:04d}",
         name="exec_command",
         arguments=json.dumps({"cmd": f"pytest -x tests/test_parser_{n}.py"}),
     )
     response = c.Response(
-        id=f"resp_bench{n:06d}",
+        id=response_id,
         model="gpt-5.5",
         content=[c.Text(text=LOREM * 6), call],
         stop_reason="tool_use",
@@ -100,12 +101,12 @@ async def build(service: sr.StoredResponses, turns: int) -> tuple[str, list[Any]
         fields: dict[str, Any] = {"input": new}
         if previous:
             fields["previous_response_id"] = previous
-        expanded, turn = await sr.prepare(service, SCOPE, body(fields))
+        expanded, turn = await sr.prepare(service, SCOPE, body(fields), RESPONSES)
         assert turn is not None
         request = RESPONSES.decode_request(expanded, TranslationReport())
-        data = answer(n, request)
+        data = answer(n, request, turn.response_id)
         await turn.observe(200, data, False)
-        previous = json.loads(data)["id"]
+        previous = turn.response_id  # the id the client is given (minted by the proxy)
         history += [*new, *json.loads(data)["output"]]
     history.append(tool_output(turns - 1))
     assert previous is not None
@@ -113,7 +114,7 @@ async def build(service: sr.StoredResponses, turns: int) -> tuple[str, list[Any]
 
 
 async def request_path(service: sr.StoredResponses, data: bytes) -> None:
-    expanded, _ = await sr.prepare(service, SCOPE, data)
+    expanded, _ = await sr.prepare(service, SCOPE, data, RESPONSES)
     request = RESPONSES.decode_request(expanded, TranslationReport())
     CHAT.encode_request(request, TranslationReport(), UpstreamOptions())
 

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.load import Conn, Tally, request_for  # noqa: E402
+from bench._common import Conn, Tally, free_port, raw_request  # noqa: E402
 
 CLIENT = "anthropic_messages"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -113,15 +113,6 @@ def tcp_counters() -> dict[str, int]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-# The multi-worker path as it was before serve_workers.py: uvicorn.run binds the socket
-# (proto 0), so asyncio leaves Nagle on in every worker. Same app, same workers.
 UVICORN_RUN = (
     "import sys, uvicorn; uvicorn.run('proxai_asgi.cli:worker_app', factory=True, "
     "host='127.0.0.1', port=int(sys.argv[1]), workers=int(sys.argv[2]), log_level='warning')"
@@ -169,7 +160,7 @@ async def load(
 ) -> tuple[int, Tally, str, int]:
     """(streams in the measured seconds, their tally, sockets per worker, streams in
     all, warm-up included: what the CPU and TCP figures cover)."""
-    request = request_for(CLIENT, "openai_chat_completions")  # any model: the demo answers
+    request = raw_request(CLIENT, "openai_chat_completions")  # any model: the demo answers
     conns = [Conn(port) for _ in range(connections)]
     tally = Tally()
     measuring = False
@@ -253,7 +244,7 @@ def one_connection(workers: int, before: bool, streams: int = 40) -> list[float]
     connection to an otherwise idle server: what Nagle costs a stream, whatever else
     runs on the machine (it waits on the client's delayed ACK, not on a core)."""
     proc, port, _ = start_server(workers, before)
-    request = request_for(CLIENT, "openai_chat_completions")
+    request = raw_request(CLIENT, "openai_chat_completions")
 
     async def durations() -> list[float]:
         conn = Conn(port)

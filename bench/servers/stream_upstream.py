@@ -5,7 +5,7 @@ body or, for Gemini, the path) contains ``paced`` gets 0.2 ms between frames, so
 read downstream holds one frame, as a model's tokens arrive; one whose model contains
 ``short`` gets a stream of three deltas (for the time to a stream's first event).
 
-    BENCH_DELTAS=4000 python -m uvicorn bench.stream_upstream:app --port 9000
+    BENCH_DELTAS=4000 python -m uvicorn bench.servers.stream_upstream:app --port 9000
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ import asyncio
 import os
 from typing import Any
 
+from bench._common import frames, read_body, synthetic
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName
 from proxai_asgi.protocols import get_codec
-
-from .asgi_body import read_body
-from .sansio import frames, synthetic
 
 _N = int(os.environ.get("BENCH_DELTAS", "4000"))
 _PACED_N = int(os.environ.get("BENCH_PACED_DELTAS", "400"))

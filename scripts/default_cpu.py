@@ -1,21 +1,23 @@
 """The default middleware's own CPU, measured in its process: per small non-streamed
 request and per event of a saturated stream, for every client <- upstream pair, against
-an upstream in another process (``bench/stream_upstream.py``, http or https with a
+an upstream in another process (``bench/servers/stream_upstream.py``, http or https with a
 test CA). The middleware is called as an ASGI server calls it, so the figure is the
 middleware's work plus its upstream connection's (sockets, TLS), without the ASGI
 server's; ``time.process_time`` has none of ``/proc``'s 10 ms ticks.
 
-Two checkouts compare in one run: each round runs every tree once, in turn, each in
-a fresh process (the tree's own ``proxai_asgi`` and ``bench``), so that load from
-outside hits them alike.
+Two checkouts compare in one run: each round runs every tree once, in turn, each in a
+fresh process (the tree's own ``proxai_asgi`` and default proxy, this checkout's
+inputs), so that load from outside hits them alike.
 
-    .venv/bin/python -m bench.default_cpu --trees .,/tmp/base --scheme https --rounds 3
+    .venv/bin/python scripts/default_cpu.py --trees .,/tmp/base --scheme https --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import importlib.util
 import json
 import os
 import statistics
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
 PAIRS = [(c, u) for u in ("chat", "responses", "anthropic", "gemini")
          for c in ("chat", "responses", "anthropic", "gemini")]  # fmt: skip
 
@@ -65,12 +68,26 @@ async def _call(
     await app(scope, receive, send)
 
 
+def _tree_modules() -> tuple[Any, Any]:
+    """In a tree's process: this checkout's bench helpers (the same inputs for every
+    tree), run on the tree's ``proxai_asgi``, and the tree's own default proxy."""
+    spec = importlib.util.spec_from_file_location("bench_common", ROOT / "bench" / "_common.py")
+    assert spec is not None and spec.loader is not None
+    common = importlib.util.module_from_spec(spec)
+    sys.modules["bench_common"] = common  # its dataclasses look their module up
+    spec.loader.exec_module(common)
+    servers = Path.cwd() / "bench" / "servers" / "default_proxy.py"
+    name = "bench.servers.default_proxy" if servers.exists() else "bench.default_proxy"
+    return common, importlib.import_module(name)
+
+
 async def _measure(requests: int, streams: int) -> dict[str, list[float]]:
     """In a tree's process: µs of CPU per request and per upstream event, per pair."""
-    from bench.default_path import FULL, request_for
-    from bench.default_proxy import app
-    from bench.sansio import frames, synthetic
-
+    common, proxy = _tree_modules()
+    FULL, request_for, frames, synthetic = (
+        common.FULL, common.request_for, common.frames, common.synthetic
+    )  # fmt: skip
+    app = proxy.app
     events = {u: len(frames(synthetic(FULL[u], int(os.environ["BENCH_DELTAS"])))) for u in FULL}
     out: dict[str, list[float]] = {}
     for client, upstream in PAIRS:
@@ -104,30 +121,24 @@ def main() -> None:
     if args.child:
         print(json.dumps(asyncio.run(_measure(args.requests, args.streams))))
         return
-    import trustme
-
-    from bench.default_path import process, uvicorn
-    from bench.e2e import free_port
+    sys.path.insert(0, str(ROOT))  # not in the child: there the tree's package comes first
+    from bench._common import free_port, make_certs, process, uvicorn
 
     trees = [Path(t).resolve() for t in args.trees.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         certs = Path(tmp)
-        ca = trustme.CA()
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.cert_chain_pems[0].write_to_path(str(certs / "cert.pem"))
-        leaf.private_key_pem.write_to_path(str(certs / "key.pem"))
-        ca.cert_pem.write_to_path(str(certs / "ca.pem"))
-        tls = ["--ssl-certfile", str(certs / "cert.pem"), "--ssl-keyfile", str(certs / "key.pem")]
+        tls = make_certs(certs)
         port = free_port()
         env = {**os.environ, "BENCH_DELTAS": str(args.deltas)}
         env["BENCH_UPSTREAM"] = f"{args.scheme}://127.0.0.1:{port}"
         env["SSL_CERT_FILE"] = str(certs / "ca.pem")
-        cmd = uvicorn("bench.stream_upstream:app", port, *(tls if args.scheme == "https" else []))
+        up_app = "bench.servers.stream_upstream:app"
+        cmd = uvicorn(up_app, port, *(tls if args.scheme == "https" else []))
         results: dict[Path, list[dict[str, list[float]]]] = {t: [] for t in trees}
         with process(cmd, port, env):
             for _ in range(args.rounds):
                 for tree in trees:
-                    # This file, importing the tree's proxai_asgi and bench (an older
+                    # This file, importing the tree's proxai_asgi and proxy (an older
                     # tree may not have this file).
                     counts = ["--requests", str(args.requests), "--streams", str(args.streams)]
                     child = [sys.executable, __file__, "--child", *counts]

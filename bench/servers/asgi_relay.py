@@ -6,7 +6,7 @@ read of the answer as one ``http.response.body`` message, as it comes. Served by
 uvicorn, what it costs per streamed event is the floor under any ASGI middleware that
 forwards each frame as it arrives (``bench/frame_floor.py``).
 
-    BENCH_UPSTREAM_PORT=9000 python -m uvicorn bench.asgi_relay:app --port 8002
+    BENCH_UPSTREAM_PORT=9000 python -m uvicorn bench.servers.asgi_relay:app --port 8002
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import asyncio
 import os
 from typing import Any
 
-from .asgi_body import read_body
+from bench._common import read_body
 
 _PORT = int(os.environ.get("BENCH_UPSTREAM_PORT", "9000"))
 

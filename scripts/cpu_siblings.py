@@ -10,7 +10,7 @@ printed with each window). If the two vCPUs were independent cores, the probe's 
 CPU-second would be the same in both kinds of window; if they share one physical core
 (SMT siblings on the host) or its memory bandwidth, it drops when CPU 1 is busy.
 
-    .venv/bin/python -m bench.cpu_siblings            # --windows 20 --seconds 1.0
+    .venv/bin/python scripts/cpu_siblings.py            # --windows 20 --seconds 1.0
 """
 
 from __future__ import annotations

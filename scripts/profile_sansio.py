@@ -1,9 +1,9 @@
 """Where the sans-IO time of one streamed direction goes: cProfile over the same loop
 bench/sansio.py times, top functions by own time.
 
-    .venv/bin/python bench/profile_sansio.py chat anthropic            # synthetic stream
-    .venv/bin/python bench/profile_sansio.py responses anthropic --capture
-    .venv/bin/python bench/profile_sansio.py anthropic responses --reads   # saturated reads
+    .venv/bin/python scripts/profile_sansio.py chat anthropic            # synthetic stream
+    .venv/bin/python scripts/profile_sansio.py responses anthropic --capture
+    .venv/bin/python scripts/profile_sansio.py anthropic responses --reads   # saturated reads
 
 cProfile adds a fixed cost per Python call, so read the shares, not the µs.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.sansio import SHORT, capture_body, frames, reads, synthetic, translated  # noqa: E402
+from bench._common import SHORT, capture_body, frames, reads, synthetic, translated  # noqa: E402
 
 CAPTURE = {
     "chat": "chat_sse_parallel_tool_calls",

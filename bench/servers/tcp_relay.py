@@ -5,7 +5,7 @@ written to the other as it is: no HTTP, no ASGI, no copy beyond the kernel's. Wh
 costs per streamed event is the floor under any Python proxy that forwards each frame
 as it arrives (``bench/frame_floor.py``).
 
-    python -m bench.tcp_relay --port 8001 --upstream 9000 [--loop uvloop]
+    python -m bench.servers.tcp_relay --port 8001 --upstream 9000 [--loop uvloop]
 """
 
 from __future__ import annotations

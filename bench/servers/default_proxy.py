@@ -4,7 +4,7 @@ picks it) to ``BENCH_UPSTREAM``. ``BENCH_TRANSPORT=httpx`` passes ``lean_http=Fa
 (the middleware's default before issue 16). An https upstream's test CA comes from
 ``SSL_CERT_FILE``, as a user's would, so the ``Upstream`` has no TLS option either.
 
-    BENCH_UPSTREAM=https://127.0.0.1:9000 python -m uvicorn bench.default_proxy:app
+    BENCH_UPSTREAM=https://127.0.0.1:9000 python -m uvicorn bench.servers.default_proxy:app
 """
 
 from __future__ import annotations
