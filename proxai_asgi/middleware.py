@@ -15,28 +15,28 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from . import (
-    checks,
+from . import checks
+from .codec import Action, Codec, PathCall
+from .errors import ProxyError
+from .protocols import all_codecs, model_listing
+from .responses_state import (
     compaction,
-    endpoints,
     stored_claims,
     stored_endpoints,
     stored_responses,
     websocket_responses,
 )
-from .codec import Action, Codec, PathCall
-from .errors import ProxyError
-from .exchange import JSON_HEADER, Exchange, Handler
-from .inner_transport import open_inner
-from .model_rewrite import rewrite_model
-from .origins import OriginPolicy, preflight_headers, with_cors
-from .protocols import all_codecs, model_listing
-from .pumping import until_disconnect
-from .relaying import relay, relay_inner
 from .routing import Route, Router, Upstream
+from .serving import endpoints
+from .serving.exchange import JSON_HEADER, Exchange, Handler
+from .serving.model_rewrite import rewrite_model
+from .serving.origins import OriginPolicy, preflight_headers, with_cors
+from .serving.relaying import relay, relay_inner
+from .serving.translating import translate
 from .store import ResponseStore
-from .translating import translate
-from .upstream import (
+from .transport.inner_transport import open_inner
+from .transport.pumping import until_disconnect
+from .transport.upstream import (
     ASGIApp,
     HttpTransport,
     Message,
@@ -170,7 +170,7 @@ class ProxaiMiddleware:
         self.http = HttpTransport(http_client, max_connections=max_connections)
         self.lean = None
         if lean_http and http_client is None:
-            from .http1 import Http1Pool
+            from .transport.http1 import Http1Pool
 
             self.lean = Http1Pool(max_connections)
         # Past max_concurrency exchanges, requests wait up to queue_timeout for a

@@ -12,7 +12,9 @@ import pytest
 from proxai_asgi.codec import PROTOCOLS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "proxai_asgi"
-GLUE = sorted(PACKAGE.glob("*.py"))  # everything but the codecs under protocols/
+# everything but the codecs under protocols/, subpackages included
+GLUE = sorted(p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] != "protocols")
+GLUE_IDS = [str(p.relative_to(PACKAGE)) for p in GLUE]
 MAX_CLASS_LINES = 250
 
 
@@ -26,7 +28,7 @@ def _docstrings(tree: ast.Module) -> set[int]:
     return ids
 
 
-@pytest.mark.parametrize("path", GLUE, ids=[p.name for p in GLUE])
+@pytest.mark.parametrize("path", GLUE, ids=GLUE_IDS)
 def test_no_glue_class_is_over_250_lines(path: Path) -> None:
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
@@ -35,7 +37,7 @@ def test_no_glue_class_is_over_250_lines(path: Path) -> None:
             assert lines <= MAX_CLASS_LINES, f"{path.name}: {node.name} has {lines} lines"
 
 
-@pytest.mark.parametrize("path", GLUE, ids=[p.name for p in GLUE])
+@pytest.mark.parametrize("path", GLUE, ids=GLUE_IDS)
 def test_no_glue_module_names_a_protocol(path: Path) -> None:
     """Outside ``protocols/`` only ``codec.py`` (the public ``ProtocolName``) spells a
     protocol's name in code; docstrings may show configuration examples."""
@@ -141,3 +143,4 @@ def test_no_bench_script_imports_another(path: Path) -> None:
     helper = f"bench.{BENCH_HELPER}"
     others = [(line, name) for line, name in _bench_imports(path) if name != helper]
     assert others == [], f"{path.relative_to(ROOT)} imports {others}"
+

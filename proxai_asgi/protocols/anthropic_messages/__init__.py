@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ... import canonical as c
-from ... import ratelimit
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
+from .._kit import ratelimit
 from . import epilogue as _epilogue
 from . import errors, models, request, response, stream
 

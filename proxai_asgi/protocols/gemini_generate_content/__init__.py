@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 
 from ... import canonical as c
-from ... import ratelimit
 from ...codec import Codec, PathCall, ProtocolName, Served, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
+from .._kit import ratelimit
 from . import epilogue, errors, models, paths, request, response, stream
 
 

@@ -10,11 +10,12 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
+from ... import ids, reasoning_carry
 from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
+from .._kit import exact_json, policy, tool_schemas
 from . import validate
 from . import wire as w
 

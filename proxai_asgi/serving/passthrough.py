@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from .codec import Codec
-from .errors import ProxyError, ResponseAborted
-from .stream_tail import StreamTail
-from .upstream import RawHeaders, client_headers_from_upstream
+from ..codec import Codec
+from ..errors import ProxyError, ResponseAborted
+from ..stream_tail import StreamTail
+from ..transport.upstream import RawHeaders, client_headers_from_upstream
 
 MAX_ERROR_BODY = 1024 * 1024
 _JSON = (b"content-type", b"application/json")

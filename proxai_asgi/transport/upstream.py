@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-from .client_values import check_header_values
-from .codec import ProtocolName
-from .errors import ProxyError
-from .routing import Upstream
+from ..client_values import check_header_values
+from ..codec import ProtocolName
+from ..errors import ProxyError
+from ..routing import Upstream
 
 if TYPE_CHECKING:
     import httpx  # imported when first used: upstreams on the lean pool never need it
@@ -86,7 +86,7 @@ def client_credential(headers: RawHeaders) -> bytes | None:
 @cache
 def _foreign_families(protocol: ProtocolName) -> tuple[bytes, ...]:
     """Header name prefixes of the other provider families than ``protocol``'s."""
-    from .protocols import all_codecs, get_codec
+    from ..protocols import all_codecs, get_codec
 
     own = get_codec(protocol).header_family
     return tuple(
@@ -111,7 +111,7 @@ def upstream_headers(
     client's credential is forwarded, re-expressed in the upstream's scheme when the
     protocols differ. Headers of the other provider families are not forwarded.
     """
-    from .protocols import get_codec
+    from ..protocols import get_codec
 
     target = get_codec(upstream.protocol)
     foreign = _foreign_families(upstream.protocol)

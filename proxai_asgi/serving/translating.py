@@ -4,14 +4,14 @@ the pipeline's translators, the bytes moved here between the upstream and the cl
 
 from __future__ import annotations
 
-from . import pipeline
-from .errors import ProxyError
+from .. import pipeline
+from ..errors import ProxyError
+from ..protocols import get_codec
+from ..responses_state.stored_responses import Turn
+from ..routing import Upstream
+from ..transport.pumping import pump
+from ..transport.upstream import RawHeaders, UpstreamResponse
 from .exchange import Exchange
-from .protocols import get_codec
-from .pumping import pump
-from .routing import Upstream
-from .stored_responses import Turn
-from .upstream import RawHeaders, UpstreamResponse
 
 MAX_ERROR_BODY = 1024 * 1024
 MAX_JSON_BODY = 64 * 1024 * 1024

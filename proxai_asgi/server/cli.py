@@ -11,14 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..codec import PROTOCOLS
+from ..middleware import ProxaiMiddleware
+from ..routing import Route, Upstream
+from ..store import MemoryStore, open_store
+from ..transport.upstream import Receive, Scope, Send
 from . import config as cfg
 from . import serve_workers
-from .codec import PROTOCOLS
 from .demo import DemoUpstream
-from .middleware import ProxaiMiddleware
-from .routing import Route, Upstream
-from .store import MemoryStore, open_store
-from .upstream import Receive, Scope, Send
 
 EPILOG = """\
 Configuration comes from, in increasing priority: the TOML file (--config or

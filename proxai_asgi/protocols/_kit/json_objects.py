@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from .bounded_cache import BoundedCache
+from ...bounded_cache import BoundedCache
 
 RAW_OBJECTS_MAX, RAW_OBJECTS_MAX_BYTES = 4096, 4 << 20
 RAW_OBJECT_MAX_CHARS = 512

@@ -21,8 +21,8 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
-from . import canonical as c
-from .bounded_cache import BoundedCache
+from ... import canonical as c
+from ...bounded_cache import BoundedCache
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()

@@ -14,19 +14,25 @@ from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import msgspec
 
-from . import ids
-from .codec import Codec
-from .errors import ProxyError
-from .key_mask import mask, maskable_key
-from .protocols import all_codecs
-from .store import StoreUnavailable
+from .. import ids
+from ..codec import Codec
+from ..errors import ProxyError
+from ..protocols import all_codecs
+from ..serving.key_mask import mask, maskable_key
+from ..store import StoreUnavailable
+from ..transport.upstream import (
+    Receive,
+    Scope,
+    Send,
+    client_headers_from_upstream,
+    upstream_headers,
+)
 from .stored_claims import claimed, release, server_keyed, shown, where
 from .stored_responses import StoredResponses, input_items, unavailable
-from .upstream import Receive, Scope, Send, client_headers_from_upstream, upstream_headers
 
 if TYPE_CHECKING:
-    from .middleware import ProxaiMiddleware
-    from .routing import Upstream
+    from ..middleware import ProxaiMiddleware
+    from ..routing import Upstream
 
 _enc = msgspec.json.Encoder()
 _JSON = (b"content-type", b"application/json")

@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 
-from .errors import ProxyError, ResponseAborted
-from .routing import Upstream
+from ..errors import ProxyError, ResponseAborted
+from ..routing import Upstream
 from .upstream import Receive, UpstreamResponse
 
 logger = logging.getLogger("proxai_asgi")

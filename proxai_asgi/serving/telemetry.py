@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .client_values import loggable
+from ..client_values import loggable
 
 if TYPE_CHECKING:
-    from .routing import Upstream
+    from ..routing import Upstream
 
 try:  # pragma: no cover - exercised by whichever environment the tests run in
     from opentelemetry import trace
@@ -44,7 +44,7 @@ def finish(
         return
     attrs: dict[str, Any] = {"http.response.status_code": status, "proxai.stream": stream}
     if upstream is not None:
-        from .protocols import get_codec
+        from ..protocols import get_codec
 
         attrs["gen_ai.system"] = get_codec(upstream.protocol).system
         attrs["proxai.upstream.protocol"] = upstream.protocol

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .routing import Upstream
+    from ..routing import Upstream
 
 # Keys shorter than this are not real ones: masking them would mask ordinary text.
 MIN_MASKED = 12

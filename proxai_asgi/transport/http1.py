@@ -37,11 +37,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
-from .bounded_cache import BoundedCache
-from .errors import ProxyError
+from ..bounded_cache import BoundedCache
+from ..errors import ProxyError
+from ..routing import Upstream, split_url
 from .http1_body import BodyError, Chunked, Framing, Length, UntilClose
 from .http1_head import Hangup, Head, Malformed, Sent, Unsendable, read_head, write_request
-from .routing import Upstream, split_url
 from .tls import client_context
 from .upstream import RawHeaders, UpstreamResponse
 

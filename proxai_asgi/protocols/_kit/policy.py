@@ -11,8 +11,8 @@ from typing import NoReturn
 
 import msgspec
 
-from .canonical import Message, Request, StopReason, Text
-from .errors import ProxyError, TranslationReport
+from ...canonical import Message, Request, StopReason, Text
+from ...errors import ProxyError, TranslationReport
 
 # ---- OpenAI Chat finish_reason
 

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .codec import PathCall
-from .errors import ProxyError
+from ..codec import PathCall
+from ..errors import ProxyError
+from ..protocols import get_codec, model_listing
+from ..protocols._kit.tokens import estimate_input_tokens
+from ..transport.upstream import RawHeaders, upstream_headers
 from .model_rewrite import rewrite_model
-from .protocols import get_codec, model_listing
-from .tokens import estimate_input_tokens
-from .upstream import RawHeaders, upstream_headers
 
 if TYPE_CHECKING:
+    from ..middleware import ProxaiMiddleware
+    from ..routing import Route
     from .exchange import Exchange
-    from .middleware import ProxaiMiddleware
-    from .routing import Route
 
 logger = logging.getLogger("proxai_asgi")
 _GLOB = frozenset("*?[")

@@ -15,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import re
 
-from . import canonical as c
-from .codec import Codec, unfold
-from .errors import ProxyError, TranslationReport
-from .protocols import all_codecs
-from .upstream import Message, Receive, Scope, Send
+from .. import canonical as c
+from ..codec import Codec, unfold
+from ..errors import ProxyError, TranslationReport
+from ..protocols import all_codecs
+from ..transport.upstream import Message, Receive, Scope, Send
 
 _CALL = re.compile(r"^\s*call\s+([A-Za-z0-9_.-]+)\s*(.*)$", re.S)
 

@@ -25,12 +25,12 @@ import time
 
 import msgspec
 
-from .ids import valid_response_id
-from .routing import Upstream
-from .sse import SSEDecoder
-from .store import StoredResponse, StoreUnavailable
+from ..ids import valid_response_id
+from ..routing import Upstream
+from ..sse import SSEDecoder
+from ..store import StoredResponse, StoreUnavailable
+from ..transport.upstream import CREDENTIALS, Scope
 from .stored_responses import StoredResponses, not_found_previous, unavailable
-from .upstream import CREDENTIALS, Scope
 
 logger = logging.getLogger("proxai_asgi")
 

@@ -38,9 +38,9 @@ from typing import Any
 import anyio
 import msgspec
 
-from . import ids
-from .sse import SSEDecoder
-from .upstream import ASGIApp, Message, RawHeaders, Receive, Scope, Send
+from .. import ids
+from ..sse import SSEDecoder
+from ..transport.upstream import ASGIApp, Message, RawHeaders, Receive, Scope, Send
 
 logger = logging.getLogger("proxai_asgi")
 

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from . import ids, reasoning_carry
-from .errors import ProxyError
-from .sse import encode_event
-from .upstream import Message
+from .. import ids, reasoning_carry
+from ..errors import ProxyError
+from ..sse import encode_event
+from ..transport.upstream import Message
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
-    from .routing import Upstream
+    from ..routing import Upstream
+    from ..serving.exchange import Exchange
 
 # Our own words, written for this proxy.
 SUMMARY_PROMPT = (
@@ -175,7 +175,7 @@ def _generator(ex: Exchange) -> Generate:
             elif message["type"] == "http.response.body":
                 out.extend(message.get("body", b""))
 
-        from .middleware import generate as generate_in
+        from ..middleware import generate as generate_in
 
         sub = type(ex)(ex.mw, ex.client, ex.scope, ex.receive, capture)
         await generate_in(sub, body)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from .upstream import Message, RawHeaders, Scope, Send
+from ..transport.upstream import Message, RawHeaders, Scope, Send
 
 _DEFAULT_PORTS = {b"http": b"80", b"ws": b"80", b"https": b"443", b"wss": b"443"}
 _METHODS = b"POST, GET, DELETE, OPTIONS"

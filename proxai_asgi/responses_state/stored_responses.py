@@ -35,12 +35,12 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import anyio
 import msgspec
 
-from . import ids
-from .codec import Codec
-from .errors import ProxyError, TranslationReport
-from .sse import SSEDecoder
-from .store import ResponseStore, StoredResponse, StoreUnavailable, open_store
-from .upstream import Scope, client_credential
+from .. import ids
+from ..codec import Codec
+from ..errors import ProxyError, TranslationReport
+from ..sse import SSEDecoder
+from ..store import ResponseStore, StoredResponse, StoreUnavailable, open_store
+from ..transport.upstream import Scope, client_credential
 
 logger = logging.getLogger("proxai_asgi")
 

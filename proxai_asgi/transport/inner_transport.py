@@ -17,10 +17,10 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from .codec import PathCall
-from .errors import ProxyError
+from ..codec import PathCall
+from ..errors import ProxyError
+from ..routing import Upstream
 from .pumping import beside
-from .routing import Upstream
 from .upstream import ASGIApp, Message, RawHeaders, Scope, UpstreamResponse
 
 logger = logging.getLogger("proxai_asgi")

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from . import canonical as c
-from .sse import SSEEvent
+from ... import canonical as c
+from ...sse import SSEEvent
 
 _T = TypeVar("_T")
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import logging
 
-from .errors import ProxyError, ResponseAborted
+from ..errors import ProxyError, ResponseAborted
+from ..routing import Upstream
+from ..transport.pumping import pump
+from ..transport.upstream import Message, client_headers_from_upstream, without_contradicted_length
 from .exchange import Exchange
 from .passthrough import PassthroughRelay
-from .pumping import pump
-from .routing import Upstream
-from .upstream import Message, client_headers_from_upstream, without_contradicted_length
 
 logger = logging.getLogger("proxai_asgi")
 

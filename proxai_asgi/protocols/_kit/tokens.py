@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from . import canonical as c
+from ... import canonical as c
 from . import tool_schemas
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from .. import canonical as c
+from ... import canonical as c
 
 SYSTEM = "openai"
 HEADER_FAMILY = (b"openai-", b"x-stainless-")

@@ -52,9 +52,9 @@ from typing import Any, get_type_hints
 
 import msgspec
 
-from .codec import PROTOCOLS, ProtocolName
-from .origins import normalize as normalize_origin
-from .routing import Route, Upstream
+from ..codec import PROTOCOLS, ProtocolName
+from ..routing import Route, Upstream
+from ..serving.origins import normalize as normalize_origin
 
 
 class ConfigError(ValueError):

@@ -19,14 +19,14 @@ from urllib.parse import unquote_to_bytes
 import anyio
 import msgspec
 
-from . import canonical as c
-from . import checks, stored_claims, stored_responses, telemetry
-from .client_values import check_model, check_model_segment, check_query_key, loggable
-from .codec import Codec, PathCall, RequestHead
-from .errors import ProxyError, ResponseAborted
-from .key_mask import KeyMask, mask, maskable_key
-from .routing import Route, Upstream
-from .upstream import (
+from .. import canonical as c
+from .. import checks
+from ..client_values import check_model, check_model_segment, check_query_key, loggable
+from ..codec import Codec, PathCall, RequestHead
+from ..errors import ProxyError, ResponseAborted
+from ..responses_state import stored_claims, stored_responses
+from ..routing import Route, Upstream
+from ..transport.upstream import (
     Message,
     RawHeaders,
     Receive,
@@ -36,9 +36,11 @@ from .upstream import (
     client_headers_from_upstream,
     upstream_headers,
 )
+from . import telemetry
+from .key_mask import KeyMask, mask, maskable_key
 
 if TYPE_CHECKING:
-    from .middleware import ProxaiMiddleware
+    from ..middleware import ProxaiMiddleware
 
 logger = logging.getLogger("proxai_asgi")
 
