@@ -188,6 +188,7 @@ class ProxaiMiddleware:
             max_history=max_body_size if websocket_max_history is None else websocket_max_history,
         )
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
+        self.listing_paths = frozenset(p for codec in self.codecs for p in codec.listing_paths)
         self.stored = stored_responses.StoredResponses(
             store, secret=store_secret, owner=store_owner
         )
@@ -273,7 +274,7 @@ class ProxaiMiddleware:
         await send({"type": "http.response.body", "body": b""})
 
     def _lists_models(self, path: str) -> bool:
-        return self.serve_models and path in ("/v1/models", "/models", "/v1beta/models")
+        return self.serve_models and path in self.listing_paths
 
     def _listing(self, scope: Scope, path: str) -> Codec:
         return model_listing(path, scope.get("headers", []), scope.get("query_string", b""))

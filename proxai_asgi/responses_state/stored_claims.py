@@ -29,7 +29,7 @@ from ..ids import valid_response_id
 from ..routing import Upstream
 from ..sse import SSEDecoder
 from ..store import StoredResponse, StoreUnavailable
-from ..transport.upstream import CREDENTIALS, Scope
+from ..transport.upstream import Scope, credential_headers
 from .stored_responses import StoredResponses, not_found_previous, unavailable
 
 logger = logging.getLogger("proxai_asgi")
@@ -48,7 +48,7 @@ def server_keyed(up: Upstream) -> bool:
     """Does the proxy reach ``up`` with a credential of its own (not the client's)?"""
     if up.inner:
         return False  # the wrapped app gets the client's own headers
-    return bool(up.api_key) or any(n.lower().encode() in CREDENTIALS for n in up.headers)
+    return bool(up.api_key) or any(n.lower().encode() in credential_headers() for n in up.headers)
 
 
 def where(up: Upstream) -> str:

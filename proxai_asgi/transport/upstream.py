@@ -54,7 +54,6 @@ HOP_BY_HOP = frozenset(
         b"x-real-ip",
     }
 )
-CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key", b"cookie"})
 # Upstream response headers a translated answer keeps: what clients use to back off
 # and to correlate requests. Everything else describes the upstream's own body.
 _KEEP_ON_TRANSLATION = re.compile(
@@ -73,9 +72,25 @@ def _connection_named(headers: RawHeaders) -> frozenset[bytes]:
     return frozenset(names)
 
 
+@cache
+def key_headers() -> frozenset[bytes]:
+    """The headers besides ``authorization`` that carry a client's key: each protocol's
+    own, as its codec declares them."""
+    from ..protocols import all_codecs
+
+    return frozenset(h for codec in all_codecs() for h in codec.credential_headers)
+
+
+@cache
+def credential_headers() -> frozenset[bytes]:
+    """Every header that carries a credential: never forwarded beside a key of ours."""
+    return key_headers() | {b"authorization", b"cookie"}
+
+
 def client_credential(headers: RawHeaders) -> bytes | None:
+    keys = key_headers()
     for k, v in headers:
-        if k == b"x-api-key" or k == b"api-key" or k == b"x-goog-api-key":
+        if k in keys:
             return v
         if k == b"authorization":
             scheme, _, token = v.partition(b" ")
@@ -116,10 +131,11 @@ def upstream_headers(
     target = get_codec(upstream.protocol)
     foreign = _foreign_families(upstream.protocol)
     auth_header = target.auth_header
+    credentials = credential_headers()
     out: RawHeaders = []
     named = _connection_named(client_headers)
     for k, v in client_headers:
-        if k in HOP_BY_HOP or k in CREDENTIALS or k in named:
+        if k in HOP_BY_HOP or k in credentials or k in named:
             continue
         if not passthrough and (
             k.startswith(b"content-")
@@ -136,7 +152,7 @@ def upstream_headers(
     )
     if passthrough and upstream.api_key is None:
         # Same protocol, no key of ours: the client's credential headers go as they are.
-        out.extend((k, v) for k, v in client_headers if k in CREDENTIALS and k != b"cookie")
+        out.extend((k, v) for k, v in client_headers if k in credentials and k != b"cookie")
     elif credential:
         if auth_header == b"authorization":
             out.append((b"authorization", b"Bearer " + credential))

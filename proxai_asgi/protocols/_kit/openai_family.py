@@ -41,6 +41,8 @@ class OpenAIFamily:
     system: str = SYSTEM
     header_family: tuple[bytes, ...] = HEADER_FAMILY
     auth_header: bytes = b"authorization"
+    credential_headers: tuple[bytes, ...] = (b"api-key",)  # Azure OpenAI's
+    listing_paths: tuple[str, ...] = ("/v1/models", "/models")
     required_headers: tuple[tuple[bytes, bytes], ...] = ()
 
     def count_tokens_request(self, body: bytes) -> c.Request:

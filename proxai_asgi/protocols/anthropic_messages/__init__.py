@@ -31,6 +31,8 @@ class AnthropicMessagesCodec(BodyAddressed):
     system: str = "anthropic"
     header_family: tuple[bytes, ...] = (b"anthropic-",)
     auth_header: bytes = b"x-api-key"
+    credential_headers: tuple[bytes, ...] = (b"x-api-key",)
+    listing_paths: tuple[str, ...] = ("/v1/models",)
     required_headers: tuple[tuple[bytes, bytes], ...] = ((b"anthropic-version", ANTHROPIC_VERSION),)
     wraps_custom_tools: bool = False
     serves_websocket: bool = False

@@ -25,6 +25,8 @@ class GeminiGenerateContentCodec:
     system: str = "gcp.gemini"
     header_family: tuple[bytes, ...] = (b"x-goog-",)
     auth_header: bytes = b"x-goog-api-key"
+    credential_headers: tuple[bytes, ...] = (b"x-goog-api-key",)
+    listing_paths: tuple[str, ...] = ("/v1beta/models", "/v1/models")
     required_headers: tuple[tuple[bytes, bytes], ...] = ()
     wraps_custom_tools: bool = False
     serves_websocket: bool = False

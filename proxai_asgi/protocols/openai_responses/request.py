@@ -15,7 +15,7 @@ from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, policy, tool_schemas
-from ..openai_chat.validate import check_at_least, check_effort, check_image_url, check_range
+from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
 
