@@ -260,3 +260,56 @@ def test_no_module_outside_protocols_names_a_provider_header(path: Path) -> None
         if any(h in text.lower() for h in PROVIDER_HEADERS)
     ]
     assert named == [], f"{path.relative_to(PACKAGE)} names provider headers: {named}"
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (type-only and in-function imports
+    included; a package's ``__init__`` run on the way to a submodule is not counted)."""
+    return {
+        _module_name(p): {n for _, n in imported_modules(p) if n in MODULES} - {_module_name(p)}
+        for p in PACKAGE.rglob("*.py")
+    }
+
+
+def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep not in state and (found := visit(dep)) is not None:
+                return found
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)) is not None:
+            return found
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    """Layers import downward only: a responder reads the middleware through
+    ``serving.context.Context``, never by importing it (type-only imports count)."""
+    cycle = _a_cycle(_import_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _a_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _a_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_only_the_public_api_imports_the_middleware() -> None:
+    importers = sorted(
+        module
+        for module, deps in _import_graph().items()
+        if {"proxai_asgi.middleware", "proxai_asgi"} & deps
+    )
+    assert importers == ["proxai_asgi", "proxai_asgi.server.cli"]

@@ -31,8 +31,8 @@ from .stored_claims import claimed, release, server_keyed, shown, where
 from .stored_responses import StoredResponses, input_items, unavailable
 
 if TYPE_CHECKING:
-    from ..middleware import ProxaiMiddleware
     from ..routing import Upstream
+    from ..serving.context import Context
 
 _enc = msgspec.json.Encoder()
 _JSON = (b"content-type", b"application/json")
@@ -156,14 +156,14 @@ async def remove(service: StoredResponses, scope: Scope, response_id: str) -> by
     return deleted(response_id) if found else None
 
 
-def responses_upstreams(mw: ProxaiMiddleware) -> list[Upstream]:
+def responses_upstreams(mw: Context) -> list[Upstream]:
     """The routed upstreams that speak Responses: ids this proxy does not hold may be
     their own."""
     return [r.upstream for r in mw.router.routes if r.upstream.protocol == stateful_codec().name]
 
 
 async def endpoint(
-    mw: ProxaiMiddleware,
+    mw: Context,
     scope: Scope,
     receive: Receive,
     send: Send,
@@ -199,7 +199,7 @@ async def endpoint(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _upstream_for(mw: ProxaiMiddleware, scope: Scope, response_id: str) -> Upstream | None:
+async def _upstream_for(mw: Context, scope: Scope, response_id: str) -> Upstream | None:
     """Where a request for an id this proxy does not store goes: the Responses
     upstream that answered it for this caller (claimed), else the first Responses
     upstream if it sees the client's own credential and decides itself."""
@@ -212,7 +212,7 @@ async def _upstream_for(mw: ProxaiMiddleware, scope: Scope, response_id: str) ->
 
 
 async def _forward(
-    mw: ProxaiMiddleware,
+    mw: Context,
     up: Upstream,
     scope: Scope,
     receive: Receive,

@@ -27,8 +27,8 @@ from ..transport.upstream import RawHeaders, upstream_headers
 from .model_rewrite import rewrite_model
 
 if TYPE_CHECKING:
-    from ..middleware import ProxaiMiddleware
     from ..routing import Route
+    from .context import Context
     from .exchange import Exchange
 
 logger = logging.getLogger("proxai_asgi")
@@ -63,7 +63,7 @@ async def count_tokens(ex: Exchange, body: bytes) -> None:
 
 
 async def list_models(
-    mw: ProxaiMiddleware, headers: RawHeaders, query: bytes = b"", path: str = "/v1/models"
+    mw: Context, headers: RawHeaders, query: bytes = b"", path: str = "/v1/models"
 ) -> bytes:
     names: list[str] = []
     for route in mw.router.routes:
@@ -75,7 +75,7 @@ async def list_models(
     return model_listing(path, headers, query).encode_model_list(names, query)
 
 
-async def _upstream_models(mw: ProxaiMiddleware, route: Route, headers: RawHeaders) -> list[str]:
+async def _upstream_models(mw: Context, route: Route, headers: RawHeaders) -> list[str]:
     """Model ids an HTTP upstream reports that ``route``'s glob matches; [] when the
     upstream has no list (a failure here must not break the listing)."""
     up = route.upstream

@@ -40,7 +40,7 @@ from . import telemetry
 from .key_mask import KeyMask, mask, maskable_key
 
 if TYPE_CHECKING:
-    from ..middleware import ProxaiMiddleware
+    from .context import Context
 
 logger = logging.getLogger("proxai_asgi")
 
@@ -119,7 +119,7 @@ class Exchange:
 
     def __init__(
         self,
-        mw: ProxaiMiddleware,
+        mw: Context,
         client: Codec,
         scope: Scope,
         receive: Receive,
