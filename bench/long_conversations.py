@@ -23,7 +23,7 @@ The Anthropic codec keeps bounded look-ups keyed by content (a call id's safe fo
 call's arguments and their encoded ``input``): an agent loop resends every earlier call
 each turn, so in a process that served the previous turn only the new turn's calls
 miss; every client decoder likewise looks its tool declarations up by their bytes
-(``proxai_asgi.tool_schemas``). ``--cold`` empties them before every translation, as
+(``proxai_asgi.protocols._kit.tool_schemas``). ``--cold`` empties them before every translation, as
 for a conversation the process has never seen (its first request, another worker's,
 after a restart). ``--tools realistic`` sends a coding agent's ~60 KB tool set in
 place of the five small tools.
@@ -181,7 +181,7 @@ def floor(body: bytes) -> bytes:
 
 def forget() -> None:
     """Empty the codecs' content-keyed look-ups (those a tree has)."""
-    from proxai_asgi import json_objects, tool_schemas
+    from proxai_asgi.protocols._kit import json_objects, tool_schemas
     from proxai_asgi.protocols.anthropic_messages import request
 
     request._SAFE_IDS.clear()

@@ -41,10 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from proxai_asgi import canonical as c  # noqa: E402
-from proxai_asgi import stored_responses as sr  # noqa: E402
 from proxai_asgi.codec import UpstreamOptions  # noqa: E402
 from proxai_asgi.errors import TranslationReport  # noqa: E402
 from proxai_asgi.protocols import get_codec  # noqa: E402
+from proxai_asgi.responses_state import stored_responses as sr  # noqa: E402
 from proxai_asgi.store import MemoryStore, ResponseStore  # noqa: E402
 from proxai_asgi.store.redis import RedisStore  # noqa: E402
 from proxai_asgi.store.sqlite import SQLiteStore  # noqa: E402

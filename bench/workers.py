@@ -114,7 +114,7 @@ def tcp_counters() -> dict[str, int]:
 
 
 UVICORN_RUN = (
-    "import sys, uvicorn; uvicorn.run('proxai_asgi.cli:worker_app', factory=True, "
+    "import sys, uvicorn; uvicorn.run('proxai_asgi.server.cli:worker_app', factory=True, "
     "host='127.0.0.1', port=int(sys.argv[1]), workers=int(sys.argv[2]), log_level='warning')"
 )
 

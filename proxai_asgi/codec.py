@@ -138,6 +138,12 @@ class Codec(Protocol):
     # Header name prefixes of this protocol's family, not forwarded to other families.
     header_family: tuple[bytes, ...]
     auth_header: bytes  # the header that carries the upstream key ("authorization": Bearer)
+    # Headers besides ``authorization`` that carry a client's key in this protocol: read
+    # as the client's credential, never forwarded beside a key of the proxy's own.
+    credential_headers: tuple[bytes, ...]
+    # Client paths of a models listing (``GET``); whose shape answers one is the
+    # registry's ``model_listing``.
+    listing_paths: tuple[str, ...]
     required_headers: tuple[tuple[bytes, bytes], ...]  # sent upstream unless the client did
     model_in_path: bool  # True: the URL names the model (``path_call``), not the body
     # Client side: this protocol's freeform custom tools may reach an upstream without

@@ -1,9 +1,10 @@
 """The ASGI glue: recognise an LLM request and hand it to the piece that answers it.
 
 A pure ASGI middleware in the manner of Starlette's GZipMiddleware: every exchange
-gets a small responder (``exchange.Exchange``) that owns the client's ``send``; which
-piece answers is decided here (``relaying`` for the same protocol on both sides,
-``translating`` for two, ``endpoints`` for token counts and model listings). Which
+gets a small responder (``serving.exchange.Exchange``) that owns the client's ``send``
+and reads the middleware only through ``serving.context.Context``; which responder
+answers is decided here (``serving.generate`` relays one protocol or translates
+between two, ``serving.endpoints`` answers token counts and model listings). Which
 paths are whose comes from the codec registry; nothing here knows a wire format.
 """
 
@@ -15,28 +16,23 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from . import (
-    checks,
-    compaction,
-    endpoints,
-    stored_claims,
+from . import checks
+from .codec import Action, Codec, PathCall
+from .errors import ProxyError
+from .protocols import all_codecs, model_listing
+from .responses_state import (
     stored_endpoints,
     stored_responses,
     websocket_responses,
 )
-from .codec import Action, Codec, PathCall
-from .errors import ProxyError
-from .exchange import JSON_HEADER, Exchange, Handler
-from .inner_transport import open_inner
-from .model_rewrite import rewrite_model
-from .origins import OriginPolicy, preflight_headers, with_cors
-from .protocols import all_codecs, model_listing
-from .pumping import until_disconnect
-from .relaying import relay, relay_inner
 from .routing import Route, Router, Upstream
+from .serving import endpoints
+from .serving.exchange import JSON_HEADER, Exchange, Handler
+from .serving.generate import compact, generate
+from .serving.origins import OriginPolicy, preflight_headers, with_cors
 from .store import ResponseStore
-from .translating import translate
-from .upstream import (
+from .transport.inner_transport import open_inner
+from .transport.upstream import (
     ASGIApp,
     HttpTransport,
     Message,
@@ -58,40 +54,10 @@ _ORIGIN_REFUSED = (
 )
 
 
-async def generate(ex: Exchange, body: bytes) -> None:
-    """A generation request: routed, then relayed or translated."""
-    head = ex.head(body)
-    up = ex.route(head).upstream
-    if ex.client.stateful:
-        await ex.mw.stored.ready()
-    if ex.client.stateful and up.protocol != ex.client.name:
-        # previous_response_id expanded from the store; the answer recorded.
-        body, ex.turn = await stored_responses.prepare(ex.mw.stored, ex.scope, body, ex.client)
-    elif ex.client.stateful and stored_claims.server_keyed(up):
-        # The upstream keeps state but sees only our key: the proxy checks who owns
-        # the response continued, and records who owns the answer.
-        ex.turn = await stored_claims.guard(ex.mw.stored, ex.scope, body, up)
-    if ex.client.stateful and compaction.mentions(body):
-        # Codex compaction: our compaction items expanded, a trigger answered here.
-        rewritten = await compaction.serve(ex, up, body)
-        if rewritten is None:
-            return
-        body = rewritten
-    if up.protocol == ex.client.name:
-        if ex.model != head.model and not ex.client.model_in_path:
-            body = rewrite_model(body, ex.model or "")  # a path-addressed model is in the URL
-        if up.inner:
-            await relay_inner(ex, body)
-        else:
-            await until_disconnect(ex.receive, relay(ex, up, body))
-    else:
-        await until_disconnect(ex.receive, translate(ex, up, body))
-
-
 _HANDLERS: dict[Action, Handler] = {
     "generate": generate,
     "count_tokens": endpoints.count_tokens,
-    "compact": compaction.compact,
+    "compact": compact,
 }
 
 
@@ -170,7 +136,7 @@ class ProxaiMiddleware:
         self.http = HttpTransport(http_client, max_connections=max_connections)
         self.lean = None
         if lean_http and http_client is None:
-            from .http1 import Http1Pool
+            from .transport.http1 import Http1Pool
 
             self.lean = Http1Pool(max_connections)
         # Past max_concurrency exchanges, requests wait up to queue_timeout for a
@@ -188,6 +154,7 @@ class ProxaiMiddleware:
             max_history=max_body_size if websocket_max_history is None else websocket_max_history,
         )
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
+        self.listing_paths = frozenset(p for codec in self.codecs for p in codec.listing_paths)
         self.stored = stored_responses.StoredResponses(
             store, secret=store_secret, owner=store_owner
         )
@@ -273,7 +240,7 @@ class ProxaiMiddleware:
         await send({"type": "http.response.body", "body": b""})
 
     def _lists_models(self, path: str) -> bool:
-        return self.serve_models and path in ("/v1/models", "/models", "/v1beta/models")
+        return self.serve_models and path in self.listing_paths
 
     def _listing(self, scope: Scope, path: str) -> Codec:
         return model_listing(path, scope.get("headers", []), scope.get("query_string", b""))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from .tls import Verify
+    from .transport.tls import Verify
 
 ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 
@@ -21,7 +21,7 @@ ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 class UpstreamOptions:
     name: str | None = None  # label for logs
     headers: Mapping[str, str] = field(default_factory=dict)  # extra headers sent upstream
-    # Which certificates an https:// upstream may present (``proxai_asgi.tls``): by
+    # Which certificates an https:// upstream may present (``proxai_asgi.transport.tls``): by
     # default those httpx trusts (certifi, or SSL_CERT_FILE / SSL_CERT_DIR); a CA file
     # or directory path, an ``ssl.SSLContext``, or False for none.
     verify: Verify = True

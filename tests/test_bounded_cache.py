@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import ids, json_objects, sse, tool_schemas
+from proxai_asgi import ids, sse
 from proxai_asgi.bounded_cache import ENTRY_OVERHEAD, BoundedCache, clear_all
-from proxai_asgi.http1 import Http1Pool
+from proxai_asgi.protocols._kit import json_objects, tool_schemas
+from proxai_asgi.transport.http1 import Http1Pool
 from tests.helpers.races import race
 
 

@@ -14,8 +14,8 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
-from proxai_asgi import config as cfg
-from proxai_asgi.cli import build_app, build_parser
+from proxai_asgi.server import config as cfg
+from proxai_asgi.server.cli import build_app, build_parser
 from tests.helpers.servers import serve
 
 
@@ -201,7 +201,7 @@ def test_missing_key_variable_is_a_start_up_error(tmp_path: Path) -> None:
 
 
 def test_access_log_lines_never_show_a_query_key() -> None:
-    from proxai_asgi.cli import RedactQueryKeys
+    from proxai_asgi.server.cli import RedactQueryKeys
 
     line = '%s - "%s %s HTTP/%s" %d'
     path = "/v1beta/models/m:streamGenerateContent?key=AIzaSECRET&alt=sse"

@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import exact_json
 from proxai_asgi.codec import ProtocolName, UpstreamOptions
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols import get_codec
+from proxai_asgi.protocols._kit import exact_json
 
 PROTOCOLS: list[ProtocolName] = [
     "anthropic_messages",

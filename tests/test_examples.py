@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from proxai_asgi import Upstream
-from proxai_asgi.demo import DemoUpstream
+from proxai_asgi.server.demo import DemoUpstream
 from tests.helpers.servers import serve
 
 

@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 pool (``proxai_asgi.http1``) against scripted loopback servers.
+"""The lean HTTP/1.1 pool (``proxai_asgi.transport.http1``) against scripted loopback servers.
 
 Each test runs one event loop with a keep-alive-capable raw server on 127.0.0.1 whose
 handler answers the requests of each connection as the test scripts them; the pool is
@@ -19,10 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from proxai_asgi import ProxaiMiddleware, Upstream, http1, upstream
+from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.errors import ProxyError
-from proxai_asgi.http1 import Http1Pool
-from proxai_asgi.upstream import HttpTransport
+from proxai_asgi.transport import http1, upstream
+from proxai_asgi.transport.http1 import Http1Pool
+from proxai_asgi.transport.upstream import HttpTransport
 from tests.helpers.servers import serve
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"

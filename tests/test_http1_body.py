@@ -1,4 +1,4 @@
-"""Body framing of the lean pool (``proxai_asgi.http1_body``): every split of the bytes
+"""Body framing of the lean pool (``proxai_asgi.transport.http1_body``): every split of the bytes
 gives the same payload, bad framing is refused, and the end is found exactly."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai_asgi.http1_body import BodyError, Chunked, Framing, Length, UntilClose
+from proxai_asgi.transport.http1_body import BodyError, Chunked, Framing, Length, UntilClose
 
 
 def chunked(parts: list[bytes], ext: bytes = b"", trailers: bytes = b"") -> bytes:

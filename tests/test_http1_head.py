@@ -1,4 +1,4 @@
-"""Request and response heads of the lean pool (``proxai_asgi.http1_head``): the same
+"""Request and response heads of the lean pool (``proxai_asgi.transport.http1_head``): the same
 bytes, the same parse and the same refusals as h11, whatever the head; the usual head
 never reaches h11; a head h11 refuses is a 502 in the client's own shape.
 """
@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai_asgi import ProxaiMiddleware, Upstream, http1_head
-from proxai_asgi.http1_head import Hangup, Head, Malformed, Sent, Unsendable
+from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi.transport import http1_head
+from proxai_asgi.transport.http1_head import Hangup, Head, Malformed, Sent, Unsendable
 from tests.helpers.servers import serve
 from tests.reliability._raw import Conn, RawServer
 from tests.reliability._shapes import error_message

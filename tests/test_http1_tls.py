@@ -24,10 +24,10 @@ import pytest
 import trustme
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from proxai_asgi.cli import build_app, build_parser
 from proxai_asgi.errors import ProxyError
-from proxai_asgi.http1 import Http1Pool
-from proxai_asgi.tls import client_context
+from proxai_asgi.server.cli import build_app, build_parser
+from proxai_asgi.transport.http1 import Http1Pool
+from proxai_asgi.transport.tls import client_context
 from tests.helpers.servers import FakeUpstream, Server, reply_from_capture, serve
 from tests.reliability._shapes import error_message
 from tests.test_http1 import OK, Seen, answer_ok, fetch, run, send_chunked

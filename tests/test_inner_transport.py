@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from proxai_asgi.inner_transport import _Inbox
+from proxai_asgi.transport.inner_transport import _Inbox
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import json_objects
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import TranslationReport
+from proxai_asgi.protocols._kit import json_objects
 from proxai_asgi.protocols.anthropic_messages import request as anthropic
 from proxai_asgi.protocols.gemini_generate_content import request as gemini
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAZY = ["httpx", "h11", "proxai_asgi.http1", "proxai_asgi.protocols.openai_chat.stream"]
+LAZY = ["httpx", "h11", "proxai_asgi.transport.http1", "proxai_asgi.protocols.openai_chat.stream"]
 
 
 def printed(probe: str) -> str:
@@ -37,13 +37,13 @@ def test_each_piece_loads_when_a_middleware_needs_it() -> None:
         "from proxai_asgi import ProxaiMiddleware, Upstream; "
         "ProxaiMiddleware(None, upstream=Upstream.inner_app('anthropic_messages'))"
     )
-    assert lean["proxai_asgi.http1"] and not lean["h11"] and not lean["httpx"]
+    assert lean["proxai_asgi.transport.http1"] and not lean["h11"] and not lean["httpx"]
     client = loaded_after(
         "from proxai_asgi import ProxaiMiddleware, Upstream; "
         "ProxaiMiddleware(None, upstream=Upstream('openai_chat_completions', "
         "'http://127.0.0.1:9/v1'), lean_http=False).http.client"
     )
-    assert client["httpx"] and not client["proxai_asgi.http1"]
+    assert client["httpx"] and not client["proxai_asgi.transport.http1"]
     codec = loaded_after(
         "from proxai_asgi.protocols import get_codec; get_codec('openai_chat_completions')"
     )

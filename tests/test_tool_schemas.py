@@ -1,7 +1,8 @@
-"""Tool schemas kept encoded (``proxai_asgi.tool_schemas``): the look-ups are bounded and
-keyed by content, give the bytes ``encode(decode(schema))`` gives, hold nothing of a
-request body; a translated request's tools are the bytes the dict path writes, for any
-schema, in every direction; errors for bad schemas are what they were."""
+"""Tool schemas kept encoded (``proxai_asgi.protocols._kit.tool_schemas``): the
+look-ups are bounded and keyed by content, give the bytes ``encode(decode(schema))``
+gives, hold nothing of a request body; a translated request's tools are the bytes the
+dict path writes, for any schema, in every direction; errors for bad schemas are what
+they were."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai_asgi import bounded_cache, tokens, tool_schemas
+from proxai_asgi import bounded_cache
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
+from proxai_asgi.protocols._kit import tokens, tool_schemas
 from tests.helpers.races import race
 from tests.helpers.schemas import plain_request
 

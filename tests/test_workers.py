@@ -24,9 +24,9 @@ import anthropic
 import openai
 import pytest
 
-from proxai_asgi import config as cfg
-from proxai_asgi.cli import build_app, build_parser
-from proxai_asgi.serve_workers import tcp_listener
+from proxai_asgi.server import config as cfg
+from proxai_asgi.server.cli import build_app, build_parser
+from proxai_asgi.server.serve_workers import tcp_listener
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_LIMIT = 120.0  # seconds; a bound on a shared machine, not a measurement

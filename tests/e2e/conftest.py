@@ -8,7 +8,7 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from proxai_asgi.codec import ProtocolName
-from proxai_asgi.upstream import Receive, Scope, Send
+from proxai_asgi.transport.upstream import Receive, Scope, Send
 from tests.helpers.servers import FakeUpstream, serve, stop_all
 
 

@@ -24,10 +24,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from proxai_asgi.cli import build_app, build_parser
-from proxai_asgi.config import ConfigError
-from proxai_asgi.demo import DemoUpstream
-from proxai_asgi.upstream import Receive, Scope, Send
+from proxai_asgi.server.cli import build_app, build_parser
+from proxai_asgi.server.config import ConfigError
+from proxai_asgi.server.demo import DemoUpstream
+from proxai_asgi.transport.upstream import Receive, Scope, Send
 from tests.helpers.demo_proxy import CHAT, CLIENTS, RESPONSES, body_for, middleware, path_for
 from tests.helpers.servers import serve
 from tests.reliability._shapes import error_message

@@ -19,7 +19,7 @@ import pytest
 
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName
-from proxai_asgi.compaction import SUMMARY_HEADER, SUMMARY_PROMPT
+from proxai_asgi.responses_state.compaction import SUMMARY_HEADER, SUMMARY_PROMPT
 from tests.e2e.test_real_clients import (
     ANTHROPIC,
     CHAT,

@@ -11,7 +11,7 @@ from datetime import datetime
 import httpx
 import pytest
 
-from proxai_asgi import ratelimit
+from proxai_asgi.protocols._kit import ratelimit
 from tests.helpers.servers import FakeUpstream, Reply
 
 from .conftest import Stack

@@ -28,7 +28,7 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
 from proxai_asgi.codec import ProtocolName
-from proxai_asgi.upstream import Receive, Scope, Send
+from proxai_asgi.transport.upstream import Receive, Scope, Send
 from tests.helpers.scripted_model import (
     FINAL_PREFIX,
     Recorded,

@@ -374,7 +374,7 @@ def test_an_owner_function_replaces_the_key_as_the_owner() -> None:
 
 
 def test_the_owner_is_a_keyed_hash_never_the_credential() -> None:
-    from proxai_asgi.stored_responses import Owners
+    from proxai_asgi.responses_state.stored_responses import Owners
 
     scope = {"headers": [(b"authorization", b"Bearer sk-very-secret-key")]}
     a, b = Owners(), Owners()

@@ -25,7 +25,7 @@ import pytest
 from websockets.sync.client import connect
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
-from proxai_asgi.upstream import Receive, Scope, Send
+from proxai_asgi.transport.upstream import Receive, Scope, Send
 from tests.e2e.test_responses_websocket import answer, create
 from tests.e2e.test_stored_responses import CHAT, COMMAND, MODEL, _error, _kinds, proxy
 from tests.helpers.scripted_model import ScriptedModel

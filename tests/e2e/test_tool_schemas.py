@@ -1,6 +1,6 @@
 """Tool declarations through the twelve translated directions, as an agent loop sends
 them: the same tools twice, the first time decoded (nothing looked up yet), the second
-found by their bytes (``proxai_asgi.tool_schemas``). The official SDK is the client,
+found by their bytes (``proxai_asgi.protocols._kit.tool_schemas``). The official SDK is the client,
 the middleware runs on uvicorn (127.0.0.1), over HTTP and as the wrapped inner app,
 streamed and not. Both upstream requests must be the same bytes, and each schema must
 arrive as ``msgspec.json.encode`` writes the client's schema (what the proxy sent
@@ -17,7 +17,7 @@ import openai
 import pytest
 from google.genai import types
 
-from proxai_asgi import tool_schemas
+from proxai_asgi.protocols._kit import tool_schemas
 from tests.helpers.servers import FakeUpstream, reply_from_capture
 
 from .conftest import Stack

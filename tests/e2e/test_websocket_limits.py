@@ -25,10 +25,10 @@ from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from proxai_asgi.cli import build_app, build_parser
-from proxai_asgi.config import ConfigError
-from proxai_asgi.demo import DemoUpstream
-from proxai_asgi.upstream import Message
+from proxai_asgi.server.cli import build_app, build_parser
+from proxai_asgi.server.config import ConfigError
+from proxai_asgi.server.demo import DemoUpstream
+from proxai_asgi.transport.upstream import Message
 from tests.helpers.demo_proxy import CHAT, middleware
 from tests.helpers.servers import serve
 

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from proxai_asgi.upstream import ASGIApp
+from proxai_asgi.transport.upstream import ASGIApp
 
 from .servers import serve
 

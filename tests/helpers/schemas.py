@@ -1,5 +1,5 @@
 """Canonical tools with their schemas as dicts, for comparing a decoded request (whose
-schemas a client decoder may hold encoded: ``proxai_asgi.tool_schemas``) with one
+schemas a client decoder may hold encoded: ``proxai_asgi.protocols._kit.tool_schemas``) with one
 built by hand."""
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec
-from proxai_asgi.upstream import Receive, Scope, Send
+from proxai_asgi.transport.upstream import Receive, Scope, Send
 
 FINAL_PREFIX = "The command printed: "
 CALL_ID_PREFIX = "call_proxaie2e"

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import uvicorn
 
-from proxai_asgi.upstream import ASGIApp, Receive, Scope, Send
+from proxai_asgi.transport.upstream import ASGIApp, Receive, Scope, Send
 
 from .captures import load
 

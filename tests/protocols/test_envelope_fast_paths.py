@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import tool_schemas
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols._kit import tool_schemas
 from proxai_asgi.protocols.anthropic_messages import request as anthropic_request
 from proxai_asgi.protocols.gemini_generate_content import request as gemini_request
 from proxai_asgi.protocols.openai_chat import request as chat_request

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from proxai_asgi.upstream import ASGIApp
+from proxai_asgi.transport.upstream import ASGIApp
 
 from .corpus import GEMINI, RESPONSES, base
 

@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from proxai_asgi import ProxaiMiddleware, Upstream
-from proxai_asgi.cli import build_app, build_parser
-from proxai_asgi.demo import DemoUpstream
+from proxai_asgi.server.cli import build_app, build_parser
+from proxai_asgi.server.demo import DemoUpstream
 from tests.helpers.demo_proxy import CHAT, CLIENTS, body_for, middleware, path_for
 
 from ._raw import LoopServer

@@ -29,8 +29,8 @@ import httpx
 import pytest
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
-from proxai_asgi.cli import build_app, build_parser, main
-from proxai_asgi.config import ConfigError
+from proxai_asgi.server.cli import build_app, build_parser, main
+from proxai_asgi.server.config import ConfigError
 from tests.helpers.captures import path_of
 from tests.helpers.otel import span_exporter
 from tests.helpers.servers import reply_from_capture

@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from proxai_asgi import ProxaiMiddleware, Upstream, http1
-from proxai_asgi.upstream import Message
+from proxai_asgi import ProxaiMiddleware, Upstream
+from proxai_asgi.transport import http1
+from proxai_asgi.transport.upstream import Message
 
 from ._keepalive import (
     TRANSPORTS,

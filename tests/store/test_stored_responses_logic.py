@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from proxai_asgi import stored_endpoints as se
-from proxai_asgi import stored_responses as sr
 from proxai_asgi.errors import ProxyError
+from proxai_asgi.responses_state import stored_endpoints as se
+from proxai_asgi.responses_state import stored_responses as sr
 
 
 def items(n: int) -> list[msgspec.Raw]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ... import canonical as c
-from ... import ratelimit
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
+from .._kit import ratelimit
 from . import epilogue as _epilogue
 from . import errors, models, request, response, stream
 
@@ -31,6 +31,8 @@ class AnthropicMessagesCodec(BodyAddressed):
     system: str = "anthropic"
     header_family: tuple[bytes, ...] = (b"anthropic-",)
     auth_header: bytes = b"x-api-key"
+    credential_headers: tuple[bytes, ...] = (b"x-api-key",)
+    listing_paths: tuple[str, ...] = ("/v1/models",)
     required_headers: tuple[tuple[bytes, bytes], ...] = ((b"anthropic-version", ANTHROPIC_VERSION),)
     wraps_custom_tools: bool = False
     serves_websocket: bool = False

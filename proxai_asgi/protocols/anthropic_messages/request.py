@@ -36,11 +36,12 @@ from typing import Any, Literal, NamedTuple, NoReturn, cast
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, json_objects, policy, reasoning_carry, tool_schemas
+from ... import ids, reasoning_carry
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
+from .._kit import exact_json, json_objects, policy, tool_schemas
 from . import cache_breakpoints, wire
 from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking

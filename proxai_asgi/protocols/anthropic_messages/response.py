@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, get_args
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy, reasoning_carry
+from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import policy
 from . import wire
 
 if TYPE_CHECKING:

@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any, get_args
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy, reasoning_carry, tokens
-from ...delta_runs import Held, decoded, encode_deltas_with
+from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
+from .._kit import policy, tokens
+from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import wire
 from .errors import error_event, stream_error_from_body
 from .response import (

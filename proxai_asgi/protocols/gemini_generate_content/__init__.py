@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 
 from ... import canonical as c
-from ... import ratelimit
 from ...codec import Codec, PathCall, ProtocolName, Served, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
+from .._kit import ratelimit
 from . import epilogue, errors, models, paths, request, response, stream
 
 
@@ -25,6 +25,8 @@ class GeminiGenerateContentCodec:
     system: str = "gcp.gemini"
     header_family: tuple[bytes, ...] = (b"x-goog-",)
     auth_header: bytes = b"x-goog-api-key"
+    credential_headers: tuple[bytes, ...] = (b"x-goog-api-key",)
+    listing_paths: tuple[str, ...] = ("/v1beta/models", "/v1/models")
     required_headers: tuple[tuple[bytes, bytes], ...] = ()
     wraps_custom_tools: bool = False
     serves_websocket: bool = False

@@ -43,10 +43,10 @@ from typing import Any, NamedTuple, Union, get_args, get_origin
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, json_objects, policy, tool_schemas
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
+from .._kit import exact_json, json_objects, policy, tool_schemas
 from . import signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel

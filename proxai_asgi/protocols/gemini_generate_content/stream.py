@@ -28,10 +28,10 @@ import msgspec
 
 from ... import canonical as c
 from ... import reasoning_carry
-from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import encode_event
+from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import signatures, wire
 from .errors import error_response, stream_error
 from .response import (

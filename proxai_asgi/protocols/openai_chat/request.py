@@ -10,11 +10,12 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
+from ... import ids, reasoning_carry
 from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
+from .._kit import exact_json, openai_checks, policy, tool_schemas
 from . import validate
 from . import wire as w
 
@@ -146,8 +147,8 @@ def _user_content(
             out.append(c.Text(text=p.text, cache_control=p.cache_control))
         elif type(p) is w.ImagePart:
             url = p.image_url.url
-            if validate.unsupported_image(url) is not None:
-                validate.check_image_url(url, f"messages[{_place(ms, m)}].content[{j}]")
+            if openai_checks.unsupported_image(url) is not None:
+                openai_checks.check_image_url(url, f"messages[{_place(ms, m)}].content[{j}]")
             out.append(_image(p))
         elif type(p) is w.FilePart:
             out.append(_file(p, ms, m, j))

@@ -15,9 +15,10 @@ from collections.abc import Iterable
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy
+from ... import ids
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import policy
 from . import wire as w
 
 _COMPLETION_DEC: LazyDecoder[w.CompletionIn] = LazyDecoder(w.CompletionIn)

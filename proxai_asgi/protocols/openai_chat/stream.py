@@ -38,10 +38,10 @@ import msgspec
 
 from ... import canonical as c
 from ... import ids
-from ...delta_runs import encode_deltas_with
 from ...errors import ErrorKind, ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import DONE_FRAME, SSEEvent, encode_event
+from .._kit.delta_runs import encode_deltas_with
 from . import wire as w
 from .errors import encode_openai_error, kind_from_fields, status_from_fields
 from .response import (

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ... import canonical as c
-from ... import ratelimit
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...errors import ProxyError, TranslationReport
 from ...stream_tail import StreamTail
-from ..openai_family import OpenAIFamily
+from .._kit import ratelimit
+from .._kit.openai_family import OpenAIFamily
 from . import epilogue as _epilogue
 from . import request as _request
 from . import response as _response

@@ -1,8 +1,8 @@
 """Responses errors share the OpenAI error shape with Chat Completions:
-``{"error": {"message", "type", "param", "code"}}``."""
+``{"error": {"message", "type", "param", "code"}}`` (``protocols/_kit/openai_errors.py``)."""
 
 from __future__ import annotations
 
-from ..openai_chat.errors import decode_openai_error, encode_openai_error
+from .._kit.openai_errors import decode_openai_error, encode_openai_error
 
 __all__ = ["decode_openai_error", "encode_openai_error"]

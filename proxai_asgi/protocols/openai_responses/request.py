@@ -9,12 +9,13 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import exact_json, ids, policy, reasoning_carry, tool_schemas
+from ... import ids, reasoning_carry
 from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from ..openai_chat.validate import check_at_least, check_effort, check_image_url, check_range
+from .._kit import exact_json, policy, tool_schemas
+from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
 

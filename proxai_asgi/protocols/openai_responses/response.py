@@ -14,9 +14,10 @@ import msgspec
 from msgspec import Raw
 
 from ... import canonical as c
-from ... import ids, policy, reasoning_carry
+from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import policy
 from . import wire as w
 
 _up_response: LazyDecoder[w.UpResponse] = LazyDecoder(w.UpResponse)

@@ -28,12 +28,13 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from ... import ids, policy, reasoning_carry
+from ... import ids, reasoning_carry
 from ...codec import RefusalJoin
-from ...delta_runs import Held, decoded, encode_deltas_with
 from ...errors import ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import SSEEvent, frame_head
+from .._kit import policy
+from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import response as r
 from . import wire as w
 

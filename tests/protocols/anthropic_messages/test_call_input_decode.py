@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import json_objects
 from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols._kit import json_objects
 from proxai_asgi.protocols.anthropic_messages import request, wire
 
 from ._strategies import JSON_VALUES

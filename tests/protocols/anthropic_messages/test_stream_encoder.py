@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import reasoning_carry, tokens
+from proxai_asgi import reasoning_carry
 from proxai_asgi.codec import fold, unfold
+from proxai_asgi.protocols._kit import tokens
 from proxai_asgi.protocols.anthropic_messages import CODEC
 from tests.helpers import captures as cap
 from tests.helpers.validate_anthropic import validate_anthropic_stream

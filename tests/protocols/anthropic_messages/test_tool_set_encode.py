@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import tool_schemas
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols._kit import tool_schemas
 from proxai_asgi.protocols.anthropic_messages import cache_breakpoints, request
 from tests.helpers.races import race
 

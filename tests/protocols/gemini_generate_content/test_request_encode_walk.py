@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import json_objects
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols._kit import json_objects
 from proxai_asgi.protocols.gemini_generate_content import request, wire
 
 _ids = st.sampled_from(

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai_asgi import canonical as c
-from proxai_asgi import json_objects, tool_schemas
 from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols._kit import json_objects, tool_schemas
 from proxai_asgi.protocols.gemini_generate_content import request, signatures, validate, wire
 from tests.helpers.schemas import plain_tools
 

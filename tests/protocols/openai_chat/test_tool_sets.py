@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from proxai_asgi import tool_schemas
 from proxai_asgi.errors import ProxyError, TranslationReport
+from proxai_asgi.protocols._kit import tool_schemas
 from proxai_asgi.protocols.openai_chat import request
 
 _FUNCTION = st.fixed_dictionaries(

@@ -1,0 +1,256 @@
+"""Configuration: one schema for the TOML file, the environment and the CLI.
+
+```toml
+[server]
+host = "127.0.0.1"
+port = 8080
+prefix = ""                  # serve the LLM paths under a mount point
+max_body_size = 33554432
+lean_http = true             # upstreams via the lean HTTP/1.1 pool (false: httpx)
+responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
+workers = 1                  # processes serving the port; each has its own pools and limits
+body_timeout = 30            # seconds to receive a request body, else 408 ($PROXAI_BODY_TIMEOUT)
+allowed_origins = []         # browser pages of other origins allowed to call ("*": any)
+websocket_idle_timeout = 300 # close a Responses WebSocket idle this long (seconds)
+websocket_max_connections = 256  # open Responses WebSockets per process; more get a 503
+# websocket_max_history = 33554432  # bytes a connection keeps of its last response
+
+[store]                      # stored Responses (previous_response_id, retrieve, delete)
+url = "memory"               # "off", "sqlite:////var/lib/proxai/responses.db", "redis://host:6379/0"
+secret_env = "PROXAI_STORE_SECRET"  # owner-hash key (unset: SQLite/Redis keep their own)
+ttl = 2592000                # seconds since last use (30 days)
+max_entries = 10000          # memory and SQLite
+max_bytes = 268435456        # memory
+
+[[upstreams]]
+name = "claude"
+protocol = "anthropic_messages"
+base_url = "https://api.anthropic.com"
+api_key_env = "ANTHROPIC_API_KEY"   # keys come from the environment
+default_max_tokens = 4096
+lossy = false
+headers = { "x-team" = "search" }
+verify = true                # or a CA file/directory path; false: no TLS verification
+
+[[routes]]
+model = "claude-*"           # glob; first match wins
+upstream = "claude"
+model_rewrite = "claude-sonnet-4-5"
+```
+
+With no upstream at all, the built-in demo upstream answers (offline).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import fields
+from functools import cache
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import msgspec
+
+from ..codec import PROTOCOLS, ProtocolName
+from ..routing import Route, Upstream
+from ..serving.origins import normalize as normalize_origin
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key."""
+
+
+class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    prefix: str = ""
+    max_body_size: int = 32 * 1024 * 1024
+    log_level: str = "info"
+    demo_protocol: ProtocolName = PROTOCOLS[0]  # the registry's first: Chat Completions
+    lean_http: bool = True
+    responses_websocket: bool = True
+    workers: int = 1  # processes serving the port (each with its own pools and limits)
+    # Admission, browser pages and the Codex WebSocket: ``ProxaiMiddleware``'s options
+    # of these names (``admission_options``); each also from $PROXAI_<NAME>.
+    body_timeout: float = 30.0
+    allowed_origins: list[str] = msgspec.field(default_factory=list)
+    websocket_idle_timeout: float = 300.0
+    websocket_max_connections: int = 256
+    websocket_max_history: int | None = None  # None: max_body_size
+
+
+# Keys of an ``[[upstreams]]`` table besides ``Upstream``'s own fields.
+_CONFIG_ONLY = ("api_key_env", "allow_inline_key")
+# ``Upstream`` fields a file does not set: the wrapped app is a Python-API upstream.
+_NOT_IN_FILES = ("inner", "inner_path", "_")
+UPSTREAM_KEYS = frozenset(
+    [f.name for f in fields(Upstream) if f.name not in _NOT_IN_FILES] + list(_CONFIG_ONLY)
+)
+
+
+class StoreConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    url: str = "memory"
+    secret_env: str | None = None  # the variable holding the owner-hash key
+    ttl: float | None = None
+    max_entries: int | None = None
+    max_bytes: int | None = None
+    prefix: str | None = None  # Redis key prefix
+
+
+class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    model: str
+    upstream: str
+    model_rewrite: str | None = None
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    upstreams: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    routes: list[RouteConfig] = msgspec.field(default_factory=list)
+    store: StoreConfig = msgspec.field(default_factory=StoreConfig)
+
+
+def parse(data: dict[str, Any]) -> Config:
+    try:
+        config = msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+    if config.server.workers < 1:
+        raise ConfigError("server.workers: must be 1 or more")
+    check_admission(config.server, "server.")
+    names = [str(u.get("name")) for u in config.upstreams]
+    for i, u in enumerate(config.upstreams):
+        for key in u:
+            if key not in UPSTREAM_KEYS:
+                raise ConfigError(f"upstreams[{i}].{key}: unknown key")
+        if not isinstance(u.get("name"), str):
+            raise ConfigError(f"upstreams[{i}].name: required, a string")
+        if names.count(u["name"]) > 1:
+            raise ConfigError(f"upstreams[{i}].name: {u['name']!r} is used twice")
+        if u.get("api_key") is not None and not u.get("allow_inline_key"):
+            raise ConfigError(
+                f"upstreams[{i}].api_key: keys belong in the environment (api_key_env); "
+                "set allow_inline_key = true to keep one in the file"
+            )
+        try:
+            _upstream(u, u.get("api_key"))  # every value checked now, keys aside
+        except (msgspec.ValidationError, ValueError) as exc:
+            raise ConfigError(f"upstreams[{i}]: {exc}") from None
+    st = config.store
+    if not (st.url in ("memory", "off") or st.url.startswith(("sqlite:///", "redis", "unix://"))):
+        raise ConfigError(
+            f"store.url: {st.url!r} is not memory, off, sqlite:///path or redis://host:port/db"
+        )
+    for i, r in enumerate(config.routes):
+        if r.upstream not in names:
+            raise ConfigError(f"routes[{i}].upstream: no upstream named {r.upstream!r}")
+    return config
+
+
+def load(path: str | Path) -> Config:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return parse(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+@cache
+def _field_types() -> dict[str, Any]:
+    # A file names a CA path or a switch for ``verify``; an ssl.SSLContext is the
+    # Python API's only.
+    return get_type_hints(Upstream, localns={"Verify": bool | str})
+
+
+def _upstream(table: dict[str, Any], key: str | None) -> Upstream:
+    types = _field_types()
+    values: dict[str, Any] = {}
+    for name, value in table.items():
+        if name in _CONFIG_ONLY:
+            continue
+        try:
+            values[name] = msgspec.convert(value, types[name])
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    values["api_key"] = key
+    return Upstream(**values)
+
+
+def build_upstream(table: dict[str, Any], env: dict[str, str] | None = None) -> Upstream:
+    env = dict(os.environ) if env is None else env
+    key = table.get("api_key")
+    variable = table.get("api_key_env")
+    if variable:
+        key = env.get(variable)
+        if not key:
+            raise ConfigError(f"upstreams.{table['name']}.api_key_env: ${variable} is not set")
+    try:
+        return _upstream(table, key)
+    except ValueError as exc:  # the key from the environment (named, never shown)
+        raise ConfigError(f"upstreams.{table['name']}: {exc}") from None
+
+
+def build_routes(config: Config, env: dict[str, str] | None = None) -> list[Route]:
+    """Routes from the configuration; with upstreams but no routes, every model goes
+    to the first upstream."""
+    ups = {u["name"]: build_upstream(u, env) for u in config.upstreams}
+    if not config.routes:
+        return [Route("*", next(iter(ups.values())))] if ups else []
+    routes = []
+    for i, r in enumerate(config.routes):
+        try:
+            routes.append(Route(r.model, ups[r.upstream], r.model_rewrite))
+        except ValueError as exc:
+            raise ConfigError(f"routes[{i}]: {exc}") from None
+    return routes
+
+
+
+# The ``[server]`` keys also read from $PROXAI_<KEY> (origins comma-separated).
+_ADMISSION_ENV = (
+    "body_timeout",
+    "allowed_origins",
+    "websocket_idle_timeout",
+    "websocket_max_connections",
+    "websocket_max_history",
+)
+
+
+def admission_env(server: ServerConfig, env: dict[str, str]) -> None:
+    """Apply $PROXAI_BODY_TIMEOUT, $PROXAI_ALLOWED_ORIGINS, ... over ``server``."""
+    types = get_type_hints(ServerConfig)
+    for name in _ADMISSION_ENV:
+        raw = env.get("PROXAI_" + name.upper())
+        if raw is None or not raw.strip():
+            continue
+        value: Any = [o.strip() for o in raw.split(",") if o.strip()]
+        if name != "allowed_origins":
+            try:
+                value = msgspec.convert(msgspec.json.decode(raw), types[name])
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                raise ConfigError(f"$PROXAI_{name.upper()}: {raw!r} is not a number") from None
+        setattr(server, name, value)
+    check_admission(server, "")
+
+
+def check_admission(server: ServerConfig, where: str) -> None:
+    for name in ("body_timeout", "websocket_idle_timeout", "websocket_max_connections"):
+        if getattr(server, name) <= 0:
+            raise ConfigError(f"{where}{name}: must be more than 0")
+    if server.websocket_max_history is not None and server.websocket_max_history < 0:
+        raise ConfigError(f"{where}websocket_max_history: must be 0 or more")
+    for origin in server.allowed_origins:
+        if origin != "*":
+            try:
+                normalize_origin(origin)
+            except ValueError as exc:
+                raise ConfigError(f"{where}{exc}") from None
+
+
+def admission_options(server: ServerConfig) -> dict[str, Any]:
+    """The middleware's options of these names, from ``server``."""
+    return {name: getattr(server, name) for name in _ADMISSION_ENV}

@@ -1,0 +1,354 @@
+"""One request through the middleware: the part every kind of answer shares.
+
+``Exchange`` reads and checks the body, routes it, owns the client's ``send`` (the
+response start, body, masking of the upstream key), opens the upstream through the
+middleware's transport choice, and logs the exchange. What is sent is decided by one
+piece per kind of answer: ``relaying`` (same protocol), ``translating`` (two codecs),
+``endpoints`` (token counts).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
+
+import anyio
+import msgspec
+
+from .. import canonical as c
+from .. import checks
+from ..client_values import check_model, check_model_segment, check_query_key, loggable
+from ..codec import Codec, PathCall, RequestHead
+from ..errors import ProxyError, ResponseAborted
+from ..responses_state import stored_claims, stored_responses
+from ..routing import Route, Upstream
+from ..transport.upstream import (
+    Message,
+    RawHeaders,
+    Receive,
+    Scope,
+    Send,
+    UpstreamResponse,
+    client_headers_from_upstream,
+    upstream_headers,
+)
+from . import telemetry
+from .key_mask import KeyMask, mask, maskable_key
+
+if TYPE_CHECKING:
+    from .context import Context
+
+logger = logging.getLogger("proxai_asgi")
+
+DROPPED_HEADER = b"x-proxai-dropped-fields"
+JSON_HEADER = (b"content-type", b"application/json")
+_head_decoder = msgspec.json.Decoder(RequestHead)
+# Bodies the providers refuse by their label, whatever they hold (no label: JSON).
+_NOT_JSON = frozenset(
+    {
+        b"text/plain",
+        b"application/x-www-form-urlencoded",
+        b"multipart/form-data",
+        b"text/xml",
+        b"application/xml",
+        b"text/html",
+    }
+)
+
+Handler = Callable[["Exchange", bytes], Coroutine[Any, Any, None]]
+
+
+def _query_key(query: bytes) -> bytes | None:
+    for pair in query.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        if name == b"key" and value:
+            return unquote_to_bytes(value)
+    return None
+
+
+async def read_body(
+    scope: Scope, receive: Receive, limit: int, timeout: float | None = None
+) -> bytes | None:
+    """The request body, refused early when it is too large or labelled as something
+    other than JSON, and with a 408 when it has not all come within ``timeout``
+    seconds (the connection is then closed: the rest of the body is never read);
+    None when the client left before sending it."""
+    if timeout is None:
+        return await _read_body(scope, receive, limit)
+    with anyio.move_on_after(timeout):
+        return await _read_body(scope, receive, limit)
+    raise ProxyError(
+        408,
+        f"the request body was not received within {timeout:g} seconds",
+        kind="invalid_request",
+        code="request_timeout",
+        headers=[(b"connection", b"close")],
+    )
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    for k, v in scope.get("headers", []):
+        if k == b"content-length" and v.isdigit() and int(v) > limit:
+            raise ProxyError(413, f"request body exceeds {limit} bytes", kind="request_too_large")
+        if k == b"content-type" and v.split(b";", 1)[0].strip().lower() in _NOT_JSON:
+            raise ProxyError.invalid(
+                f"Content-Type {v.decode('latin-1')!r} is not supported: send the "
+                "request body as application/json"
+            )
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ProxyError(413, f"request body exceeds {limit} bytes", kind="request_too_large")
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+class Exchange:
+    """One request: the client codec, what routing chose, and the client's ``send``."""
+
+    def __init__(
+        self,
+        mw: Context,
+        client: Codec,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        call: PathCall | None = None,
+    ) -> None:
+        self.mw = mw
+        self.client = client
+        self.call = call  # what the URL says, for a path-addressed client protocol
+        self.upstream_call: PathCall | None = None  # the (routed) model and stream upstream
+        self.scope = scope
+        self.receive = receive
+        self._send = send
+        self.started = False
+        self.status = 0
+        self.t0 = time.perf_counter()
+        self.ttfb: float | None = None
+        self.upstream: Upstream | None = None
+        self.model: str | None = None
+        self.stream = False
+        self.dropped: list[str] = []
+        self.usage: c.Usage | None = None
+        self.response_model: str | None = None
+        self.span = telemetry.start(client.name)
+        self.secret: KeyMask | None = None  # the upstream key, masked in whatever we relay
+        # A Responses answer to store, or whose owner to record (``stored_claims``).
+        self.turn: stored_responses.Turn | stored_claims.Claimer | None = None
+
+    # ------------------------------------------------------------------ driving
+
+    async def run(self, handler: Handler) -> None:
+        """The body and its limits, admission, then ``handler``; every failure before
+        the response started is answered in the client's protocol. The concurrency
+        slot is taken once the body is in and checked: a client slow to send it (or
+        never finishing it) holds no slot, only its own 408."""
+        limiter = self.mw.limiter
+        acquired = False
+        try:
+            body = await read_body(
+                self.scope, self.receive, self.mw.max_body_size, self.mw.body_timeout
+            )
+            if body is None:
+                return  # the client left before sending its body
+            if checks.json_too_deep(body, self.mw.max_json_depth):
+                raise ProxyError.invalid(
+                    f"request body is nested deeper than {self.mw.max_json_depth} levels"
+                )
+            if limiter is not None:
+                with anyio.move_on_after(self.mw.queue_timeout):
+                    await limiter.acquire()
+                    acquired = True
+                if not acquired:
+                    raise ProxyError(
+                        429,
+                        "the proxy is at its concurrency limit; retry shortly",
+                        kind="rate_limit",
+                        headers=[(b"retry-after", b"1")],
+                    )
+            await handler(self, body)
+        except ProxyError as err:
+            await self.fail(err)
+        except ResponseAborted as abort:
+            # Only dropping the connection tells the client its body is incomplete.
+            logger.warning("proxai_asgi aborted a %s response: %s", self.client.name, abort)
+            raise
+        except RecursionError:
+            # Only JSON nested deeper than the interpreter's recursion limit gets here.
+            await self.fail(ProxyError.invalid("request body is nested too deeply"))
+        except Exception:
+            logger.exception("proxai_asgi failed while serving %s", self.client.name)
+            await self.fail(ProxyError(500, "internal error in the proxy", kind="api_error"))
+        finally:
+            if self.turn is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.turn.close()
+            if acquired:
+                limiter.release()  # type: ignore[union-attr]
+            self._log()
+
+    def head(self, body: bytes) -> RequestHead:
+        """The model and stream flag: from the URL for a path-addressed protocol."""
+        if self.call is not None:
+            check_model_segment(self.call.model)  # it came from a URL, and goes into one
+            key = _query_key(self.scope.get("query_string", b""))
+            if key:  # becomes a header value (``client_headers``)
+                check_query_key(key)
+            return RequestHead(model=self.call.model, stream=self.call.stream)
+        try:
+            head = _head_decoder.decode(body)
+        except msgspec.ValidationError as exc:
+            raise ProxyError.invalid(f"invalid request body: {exc}") from None
+        except msgspec.DecodeError:
+            raise ProxyError.invalid("request body is not valid JSON") from None
+        if not head.model:
+            raise ProxyError.invalid("model: field required", param="model")
+        check_model(head.model)
+        return head
+
+    def route(self, head: RequestHead) -> Route:
+        """Choose the upstream for the request's model, and remember the choice."""
+        route = self.mw.router.select(head.model or "")
+        if route is None:
+            raise ProxyError(404, f"no upstream is configured for model {head.model!r}")
+        model = route.model_rewrite or head.model or ""
+        if route.upstream.model_in_path:
+            # Before anything is sent: a model that would add a path or a query to the
+            # upstream's URL (and matched a glob by doing so) is refused.
+            check_model_segment(model)
+        self.upstream = route.upstream
+        self.model = model
+        self.stream = bool(head.stream)
+        self.upstream_call = PathCall(model=model, stream=self.stream)
+        return route
+
+    # ------------------------------------------------------------ client output
+
+    async def start(self, status: int, headers: RawHeaders) -> None:
+        self.started = True
+        self.status = status
+        secret = maskable_key(self.upstream)
+        if secret is not None:
+            # An upstream that quotes our key back (an error echoing the credential)
+            # must not hand it to the client.
+            self.secret = KeyMask(secret)
+            headers = [(k, mask(v, secret)) for k, v in headers]
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def body(self, data: bytes, more: bool = True) -> None:
+        if self.ttfb is None and data:
+            self.ttfb = time.perf_counter() - self.t0
+        if self.secret is not None:
+            data = self.secret.feed(data, more)
+        if self.turn is not None:
+            await self.turn.observe(self.status, data, more)
+        await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def json(self, status: int, body: bytes, extra: RawHeaders) -> None:
+        headers = [JSON_HEADER, (b"content-length", str(len(body)).encode()), *extra]
+        await self.start(status, headers)
+        await self.body(body, more=False)
+
+    async def fail(self, err: ProxyError) -> None:
+        if self.started:
+            return  # a started stream ends through its encoder; nothing else to say
+        await self.json(err.status, self.client.encode_error(err), err.headers)
+
+    async def passthrough_send(self, message: Message) -> None:
+        """Messages of an in-process upstream that are not the response's own."""
+        await self._send(message)
+
+    def translation_headers(
+        self, upstream_resp: UpstreamResponse, error: ProxyError | None = None
+    ) -> RawHeaders:
+        headers = client_headers_from_upstream(upstream_resp.headers, passthrough=False)
+        # The upstream's limits in the client's scheme, so the client backs off (or
+        # stops) as its own provider would have it.
+        exhausted = error is not None and error.code == "insufficient_quota"
+        headers += self.client.rate_limit_headers(headers, exhausted=exhausted)
+        if self.dropped:
+            # Field names can be the client's own (unknown keys): escaped, so that a
+            # CR or LF cannot end the header (the server would drop the whole answer).
+            headers.append((DROPPED_HEADER, loggable(", ".join(self.dropped)).encode()))
+        return headers
+
+    # ---------------------------------------------------------------- upstreams
+
+    def open(
+        self,
+        up: Upstream,
+        body: bytes,
+        *,
+        passthrough: bool,
+        call: PathCall | None = None,
+        raw: bool | None = None,
+    ) -> AbstractAsyncContextManager[UpstreamResponse]:
+        """The upstream request, through the middleware's transport for ``up``.
+        ``raw`` (default: a pass-through's) keeps the body's content-encoding."""
+        headers = upstream_headers(
+            self.client_headers(), up, passthrough=passthrough, stream=self.stream
+        )
+        return self.mw.open_upstream(
+            self.scope,
+            up,
+            headers,
+            body,
+            call or self.upstream_call,
+            raw=passthrough if raw is None else raw,
+        )
+
+    def client_headers(self) -> RawHeaders:
+        """The client's headers; a key a path-addressed client put in the query
+        (Gemini's ``?key=``) joins them as that protocol's key header, so it is handled
+        like any credential and never goes into an upstream URL."""
+        headers: RawHeaders = self.scope.get("headers", [])
+        if self.call is not None:
+            key = _query_key(self.scope.get("query_string", b""))
+            if key and not any(k == self.client.auth_header for k, _ in headers):
+                headers = [*headers, (self.client.auth_header, key)]
+        return headers
+
+    # ------------------------------------------------------------------ logging
+
+    def _log(self) -> None:
+        up = self.upstream
+        usage = self.usage
+        telemetry.finish(
+            self.span,
+            upstream=up,
+            request_model=self.model,
+            response_model=self.response_model,
+            status=self.status,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            stream=self.stream,
+        )
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        logger.info(
+            "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
+            "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s",
+            self.client.name,
+            up.label if up else "-",
+            f"{self.client.name}->{up.protocol}" if up else "-",
+            loggable(self.model or "-"),
+            self.stream,
+            self.status,
+            (time.perf_counter() - self.t0) * 1000,
+            f"{self.ttfb * 1000:.1f}" if self.ttfb is not None else "-",
+            usage.input_tokens if usage else "-",
+            usage.output_tokens if usage else "-",
+            loggable(",".join(self.dropped) or "-"),
+        )

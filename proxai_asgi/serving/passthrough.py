@@ -1,0 +1,138 @@
+"""The exchange around pass-through bytes, the same for both transports.
+
+A same-protocol pair relays the upstream's bytes untouched, but how the exchange ends
+is ours to get right:
+
+- an error status whose body is not JSON (a load balancer's HTML page, an empty 503)
+  becomes a JSON error in the client's own shape, status kept; JSON errors pass as is;
+- a stream that ends, or breaks, before its protocol's terminal event ends with that
+  protocol's terminal error (``Codec.stream_epilogue``), so it cannot pass for a
+  complete answer;
+- a plain body cut short (fewer bytes than its ``content-length``, or a transport
+  error mid-body) aborts the client connection at once, so the client sees a transport
+  error and can retry instead of waiting for bytes that will never come.
+
+The HTTP transport feeds this from the upstream response, the wrapped-app transport
+from the app's ``send``; neither knows the other exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from ..codec import Codec
+from ..errors import ProxyError, ResponseAborted
+from ..stream_tail import StreamTail
+from ..transport.upstream import RawHeaders, client_headers_from_upstream
+
+MAX_ERROR_BODY = 1024 * 1024
+_JSON = (b"content-type", b"application/json")
+
+Start = Callable[[int, RawHeaders], Awaitable[None]]
+Body = Callable[[bytes, bool], Awaitable[None]]
+
+
+def _header(headers: RawHeaders, name: bytes) -> bytes | None:
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+class PassthroughRelay:
+    __slots__ = (
+        "_body",
+        "_codec",
+        "_error_body",
+        "_expected",
+        "_headers",
+        "_received",
+        "_start",
+        "_status",
+        "_tail",
+        "started",
+    )
+
+    def __init__(self, codec: Codec, start: Start, body: Body) -> None:
+        self._codec = codec
+        self._start = start
+        self._body = body
+        self._status = 0
+        self._headers: RawHeaders = []
+        self._error_body: bytearray | None = None  # an error body held until its end
+        self._tail: StreamTail | None = None  # a stream's ends
+        self._expected: int | None = None  # a plain body's content-length
+        self._received = 0
+        self.started = False
+
+    async def start(self, status: int, headers: RawHeaders) -> None:
+        self._status, self._headers = status, headers
+        if not 200 <= status < 300:
+            self._error_body = bytearray()  # decided at the end: JSON or not
+            return
+        ctype = _header(headers, b"content-type") or b""
+        if ctype.split(b";", 1)[0].strip().lower() == b"text/event-stream":
+            self._tail = StreamTail()
+        else:
+            length = _header(headers, b"content-length")
+            self._expected = int(length) if length is not None and length.isdigit() else None
+        await self._send_start(status, headers)
+
+    async def chunk(self, data: bytes) -> None:
+        if self._error_body is not None:
+            self._error_body += data
+            if len(self._error_body) > MAX_ERROR_BODY:  # not a page to rewrite: relay it
+                held, self._error_body = bytes(self._error_body), None
+                await self._send_start(self._status, self._headers)
+                await self._body(held, True)
+            return
+        if self._tail is not None:
+            self._tail.feed(data)
+        else:
+            self._received += len(data)
+        await self._body(data, True)
+
+    async def end(self) -> None:
+        """The upstream body ended normally."""
+        if self._error_body is not None:
+            await self._finish_error(bytes(self._error_body))
+            return
+        if self._tail is not None:
+            await self._body(self._codec.stream_epilogue(self._tail, None), False)
+            return
+        if self._expected is not None and self._received < self._expected:
+            raise ResponseAborted(
+                f"upstream body ended after {self._received} of {self._expected} bytes"
+            )
+        await self._body(b"", False)
+
+    async def fail(self, err: ProxyError) -> None:
+        """The upstream body broke (transport error, stall): end the exchange."""
+        if not self.started:
+            raise err  # nothing sent yet: the client gets it in its own shape
+        if self._tail is not None:
+            await self._body(self._codec.stream_epilogue(self._tail, err), False)
+            return
+        raise ResponseAborted(err.message)
+
+    async def _send_start(self, status: int, headers: RawHeaders) -> None:
+        self.started = True
+        await self._start(status, headers)
+
+    async def _finish_error(self, body: bytes) -> None:
+        try:
+            msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            pass
+        else:  # the upstream's own JSON error: its bytes, untouched
+            await self._send_start(self._status, self._headers)
+            await self._body(body, False)
+            return
+        err = self._codec.decode_error(self._status, body)
+        rendered = self._codec.encode_error(err)
+        kept = client_headers_from_upstream(self._headers, passthrough=False)
+        headers = [_JSON, (b"content-length", str(len(rendered)).encode()), *kept]
+        await self._send_start(self._status, headers)
+        await self._body(rendered, False)
