@@ -280,10 +280,11 @@ def test_tool_sets_with_long_names_are_not_all_noted(transport: str) -> None:
             for name in names
         ]
 
-    held = _held(transport, A, lambda i: _body(C, 0, "go", [], tools(i)), 8)
-    # (8 sets of 1.2 MB of names: 9.6 MB noted before; the notes and Chat's tool sets
-    # keep no entry over 1 MB)
-    assert held < _MARGIN, held
+    held = _held(transport, A, lambda i: _body(C, 0, "go", [], tools(i)), 16)
+    # (16 sets of 1.2 MB of names: 19 MB noted before. Now the notes and Chat's tool
+    # sets keep no entry over 1 MB, but single names of 600 KB may be kept up to their
+    # table's 4 MiB, more or less of it already full from earlier tests in this process.)
+    assert held < 5 * _MARGIN, held
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
