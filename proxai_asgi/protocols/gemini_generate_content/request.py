@@ -1249,18 +1249,6 @@ def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str,
     return {key: text}
 
 
-def _user_out(
-    m: c.Message,
-    names: dict[str, str],
-    answers: list[wire.UpstreamResponse],
-    report: TranslationReport,
-) -> list[wire.UpstreamPart]:
-    out: list[wire.UpstreamPart] = []
-    for p in m.content:
-        _user_part_out(p, out, names, answers, report)
-    return out
-
-
 def _user_part_out(
     p: c.Part,
     out: list[wire.UpstreamPart],
