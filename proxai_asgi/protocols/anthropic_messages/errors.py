@@ -3,17 +3,15 @@
 ``encode_error`` renders a ``ProxyError`` in that shape (also used for the stream's
 ``event: error`` frame); ``decode_error`` turns any upstream error body (Anthropic,
 OpenAI-shaped, HTML, plain text, empty) into a ``ProxyError`` with the upstream's
-status and message.
+status and message: ``_kit.upstream_errors`` reads every codec's loose bodies.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
-from ...errors import ErrorKind, ProxyError, kind_for_status, text_error_message
-from ...lazy_decoder import LazyDecoder
+from ...errors import ErrorKind, ProxyError
+from .._kit.upstream_errors import decode_error
 from . import wire
 
 # Anthropic ``error.type`` for each neutral kind (the client-facing vocabulary).
@@ -67,51 +65,4 @@ def stream_error_from_body(body: wire.ErrorBody) -> tuple[int, ErrorKind, str]:
     return status, kind, body.message or body.type
 
 
-# ------------------------------------------------------------- upstream bodies
-
-
-class _ErrorDetail(msgspec.Struct):
-    message: Any = None
-    type: Any = None
-
-
-class _AnyErrorBody(msgspec.Struct):
-    """Anthropic ``{"type":"error","error":{...}}``, OpenAI ``{"error":{...}}``, and
-    the loose shapes other servers use (``{"error":"..."}``, ``{"message":...}``,
-    FastAPI's ``{"detail":...}``)."""
-
-    error: _ErrorDetail | str | None = None
-    message: Any = None
-    detail: Any = None
-
-
-_body_decoder: LazyDecoder[_AnyErrorBody] = LazyDecoder(_AnyErrorBody)
-
-
-def decode_error(status: int, body: bytes) -> ProxyError:
-    kind: ErrorKind = kind_for_status(status)
-    message: str | None = None
-    try:
-        parsed: _AnyErrorBody | None = _body_decoder.decode(body)
-    except (msgspec.DecodeError, ValueError):
-        parsed = None
-    if parsed is not None:
-        err = parsed.error
-        if isinstance(err, _ErrorDetail):
-            if isinstance(err.message, str):
-                message = err.message
-            if isinstance(err.type, str) and err.type in KIND_STATUS_BY_ERROR_TYPE:
-                kind = KIND_STATUS_BY_ERROR_TYPE[err.type][0]
-        elif isinstance(err, str) and err:
-            message = err
-        if message is None:
-            for value in (parsed.message, parsed.detail):
-                if isinstance(value, str) and value:
-                    message = value
-                    break
-                if value is not None:
-                    message = _encoder.encode(value).decode()
-                    break
-    if message is None:
-        message = text_error_message(status, body)
-    return ProxyError(status, message, kind=kind)
+__all__ = ["decode_error", "encode_error", "error_event", "error_type", "stream_error_from_body"]
