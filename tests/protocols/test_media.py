@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from proxai_asgi import canonical as c
-from proxai_asgi.codec import UpstreamOptions
+from proxai_asgi.codec import ProtocolName, UpstreamOptions
 from proxai_asgi.errors import TranslationReport
 from proxai_asgi.protocols import get_codec
 from proxai_asgi.protocols._kit.media import DataURL, data_url, is_data_url, parse_data_url
@@ -63,30 +63,29 @@ def test_a_written_data_url_reads_back() -> None:
     assert parse_data_url(url) == DataURL("application/pdf", "JVBER")
 
 
-def _chat_image(url: str) -> c.Part:
-    body = (
+# A user image given by a data URL, in each OpenAI protocol.
+IMAGE_BODIES: dict[str, tuple[ProtocolName, bytes]] = {
+    "chat": (
+        "openai_chat_completions",
         b'{"model":"m","messages":[{"role":"user","content":[{"type":"image_url",'
-        b'"image_url":{"url":"' + url.encode() + b'"}}]}]}'
-    )
-    request = get_codec("openai_chat_completions").decode_request(body, TranslationReport())
-    return request.messages[0].content[0]
-
-
-def _responses_image(url: str) -> c.Part:
-    body = (
+        b'"image_url":{"url":"URL"}}]}]}',
+    ),
+    "responses": (
+        "openai_responses",
         b'{"model":"m","input":[{"role":"user","content":[{"type":"input_image",'
-        b'"image_url":"' + url.encode() + b'"}]}]}'
-    )
-    request = get_codec("openai_responses").decode_request(body, TranslationReport())
-    return request.messages[0].content[0]
+        b'"image_url":"URL"}]}]}',
+    ),
+}
 
 
-@pytest.mark.parametrize("decode", [_chat_image, _responses_image], ids=["chat", "responses"])
-def test_both_openai_decoders_read_a_data_url_the_same_way(decode: object) -> None:
+@pytest.mark.parametrize("client", IMAGE_BODIES)
+def test_both_openai_decoders_read_a_data_url_the_same_way(client: str) -> None:
     """They once differed: Chat dropped the parameters, Responses kept them; neither
     read an upper-case scheme."""
-    image = decode("DATA:Image/PNG;name=a.png;base64,iVBO")  # type: ignore[operator]
-    assert image == c.Image(data="iVBO", media_type="image/png")
+    protocol, body = IMAGE_BODIES[client]
+    body = body.replace(b"URL", b"DATA:Image/PNG;name=a.png;base64,iVBO")
+    request = get_codec(protocol).decode_request(body, TranslationReport())
+    assert request.messages[0].content[0] == c.Image(data="iVBO", media_type="image/png")
 
 
 def test_a_chat_file_of_no_media_type_is_left_to_the_upstream_codec() -> None:
