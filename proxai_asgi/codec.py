@@ -78,9 +78,6 @@ class BodyAddressed:
         action = self.paths.get(path)
         return None if action is None else Served(action, None)
 
-    def path_call(self, path: str) -> PathCall | None:
-        return None
-
     def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
         path = self.upstream_path
         if call is not None and call.action == "count_tokens":
@@ -145,7 +142,7 @@ class Codec(Protocol):
     # registry's ``model_listing``.
     listing_paths: tuple[str, ...]
     required_headers: tuple[tuple[bytes, bytes], ...]  # sent upstream unless the client did
-    model_in_path: bool  # True: the URL names the model (``path_call``), not the body
+    model_in_path: bool  # True: the URL names the model (``serves`` gives it), not the body
     # Client side: this protocol's freeform custom tools may reach an upstream without
     # them wrapped as one-field JSON functions (and are unwrapped on the way back).
     wraps_custom_tools: bool
@@ -166,11 +163,6 @@ class Codec(Protocol):
 
     def inner_path(self, call: PathCall | None = None) -> str:
         """Path (and query) an in-process upstream of this protocol is called on."""
-        ...
-
-    def path_call(self, path: str) -> PathCall | None:
-        """The model, stream flag and method a client path names (None: not this
-        protocol's path, or a body-addressed protocol)."""
         ...
 
     def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:

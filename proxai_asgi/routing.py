@@ -77,10 +77,6 @@ class Upstream(UpstreamOptions):
 
         return get_codec(self.protocol).upstream_url(self.base_url or "", call)
 
-    @property
-    def path(self) -> str:
-        return self.path_for(None)[0]
-
     def path_for(self, call: PathCall | None) -> tuple[str, bytes]:
         """Path and query string an inner-app upstream is called on."""
         from .protocols import get_codec

@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..codec import Codec, ProtocolName, Served
+    from ..codec import Codec, ProtocolName
 
 _MODULES: dict[str, str] = {
     "openai_chat_completions": "openai_chat",
@@ -36,15 +36,6 @@ def get_codec(name: ProtocolName) -> Codec:
 
 def all_codecs() -> list[Codec]:
     return [get_codec(name) for name in _MODULES]  # type: ignore[arg-type]
-
-
-def served(path: str) -> tuple[Codec, Served] | None:
-    """The codec serving a client path, and the method the path names."""
-    for codec in all_codecs():
-        found = codec.serves(path)
-        if found is not None:
-            return codec, found
-    return None
 
 
 def model_listing(path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> Codec:

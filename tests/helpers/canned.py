@@ -23,7 +23,8 @@ def codec_answer(protocol: ProtocolName, response: c.Response) -> Callable[[Seen
     def answer(seen: Seen) -> Reply:
         codec = get_codec(protocol)
         request = codec.decode_request(seen.body, TranslationReport(lossy=True))
-        call = codec.path_call(seen.path)  # Gemini: streaming is in the URL
+        found = codec.serves(seen.path)
+        call = None if found is None else found.call  # Gemini: streaming is in the URL
         if call is not None:
             request.stream = call.stream
         if not request.stream:

@@ -246,7 +246,8 @@ class ScriptedModel:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        call = codec.path_call(scope["path"])  # a model named in the URL (Gemini)
+        found = codec.serves(scope["path"])
+        call = None if found is None else found.call  # a model named in the URL (Gemini)
         if scope["method"] != "POST" or (call is None and scope["path"] != codec.inner_path()):
             err = ProxyError(404, f"scripted model: no route {scope['path']}", kind="not_found")
             await reply(404, _JSON_CT, [codec.encode_error(err)])

@@ -635,8 +635,8 @@ _TOOL_USE_KEPT = pytest.mark.xfail(
     strict=True,
     reason="deliberate: a completed Responses answer carrying function_call items comes back "
     "as tool_use, not end_turn, because Anthropic clients (Claude Code) run the tools only on "
-    "stop_reason tool_use and would end the turn on end_turn (policy.py stop_from_responses, "
-    "documented there as 'finer than the spec's table')",
+    "stop_reason tool_use and would end the turn on end_turn (stop_from_responses in "
+    "openai_responses/response.py, documented there as 'finer than the spec's table')",
 )
 
 

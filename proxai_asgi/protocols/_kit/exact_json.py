@@ -35,18 +35,12 @@ class _Buffer(threading.local):
 _local = _Buffer()
 
 
-def encode(encoder: msgspec.json.Encoder, value: object) -> bytes:
-    """``encoder.encode(value)``, allocated at its exact size."""
-    buf = _local.data
-    encoder.encode_into(value, buf)
-    return _copied(buf)
-
-
 def encode_made(
     encoder: msgspec.json.Encoder, make: Callable[_P, object], *args: _P.args, **kw: _P.kwargs
 ) -> bytes:
-    """``encode(encoder, make(*args, **kw))``, the made value freed before the copy: only
-    this call's stack refers to it, until ``encode_into`` returns."""
+    """``encoder.encode(make(*args, **kw))``, allocated at its exact size, the made value
+    freed before the copy: only this call's stack refers to it, until ``encode_into``
+    returns."""
     buf = _local.data
     encoder.encode_into(make(*args, **kw), buf)
     return _copied(buf)

@@ -1,16 +1,17 @@
 """OpenAI error bodies: ``{"error": {"message", "type", "param", "code"}}``.
 
 Chat Completions and Responses share this shape: both codecs' ``errors`` modules take
-``encode_openai_error`` and ``decode_openai_error`` from here.
+``encode_openai_error`` and ``decode_openai_error`` from here. An upstream's error body
+of any shape is read by ``upstream_errors``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
-from ...errors import ErrorKind, ProxyError, kind_for_status, text_error_message
+from ...errors import ErrorKind, ProxyError
+from .upstream_errors import decode_error as decode_openai_error
+from .upstream_errors import kind_from_fields
 
 
 class _ErrorBody(msgspec.Struct, kw_only=True):
@@ -26,7 +27,6 @@ class _ErrorEnvelope(msgspec.Struct, kw_only=True):
 
 
 _enc = msgspec.json.Encoder()
-_any_dec = msgspec.json.Decoder()
 
 # kind -> (OpenAI error.type, default error.code)
 _TYPE_BY_KIND: dict[ErrorKind, tuple[str, str | None]] = {
@@ -42,37 +42,6 @@ _TYPE_BY_KIND: dict[ErrorKind, tuple[str, str | None]] = {
     "bad_gateway": ("server_error", "bad_gateway"),
     "not_implemented": ("invalid_request_error", "not_implemented"),
 }
-
-# error.type (OpenAI and Anthropic vocabularies) -> kind
-_KIND_BY_TYPE: dict[str, ErrorKind] = {
-    "invalid_request_error": "invalid_request",
-    "authentication_error": "authentication",
-    "permission_error": "permission",
-    "not_found_error": "not_found",
-    "rate_limit_error": "rate_limit",
-    "request_too_large": "request_too_large",
-    "server_error": "api_error",
-    "api_error": "api_error",
-    "overloaded_error": "overloaded",
-    "timeout_error": "timeout",
-    # vLLM / FastAPI-style names
-    "BadRequestError": "invalid_request",
-    "NotFoundError": "not_found",
-    "InternalServerError": "api_error",
-}
-
-# error.code values that say more than the type does
-_KIND_BY_CODE: dict[str, ErrorKind] = {
-    "overloaded": "overloaded",
-    "bad_gateway": "bad_gateway",
-    "not_implemented": "not_implemented",
-    "rate_limit_exceeded": "rate_limit",
-    "insufficient_quota": "rate_limit",
-    "invalid_api_key": "authentication",
-}
-
-# Statuses whose meaning is specific enough to win over the body's type.
-_SPECIFIC_STATUSES = frozenset({401, 403, 404, 413, 429, 501, 502, 503, 504, 529})
 
 STATUS_BY_KIND: dict[ErrorKind, int] = {
     "invalid_request": 400,
@@ -105,15 +74,6 @@ def encode_openai_error(err: ProxyError) -> bytes:
     return _enc.encode(_ErrorEnvelope(error=body))
 
 
-def kind_from_fields(etype: object, code: object) -> ErrorKind | None:
-    """The kind an error body's ``type`` / ``code`` name, if they name one."""
-    if isinstance(code, str) and code in _KIND_BY_CODE:
-        return _KIND_BY_CODE[code]
-    if isinstance(etype, str) and etype in _KIND_BY_TYPE:
-        return _KIND_BY_TYPE[etype]
-    return None
-
-
 def status_from_fields(etype: object, code: object) -> int:
     """An HTTP status for an error reported inside a 200 stream."""
     if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
@@ -122,60 +82,10 @@ def status_from_fields(etype: object, code: object) -> int:
     return STATUS_BY_KIND[kind] if kind is not None else 500
 
 
-def _opt_str(v: object) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return str(v)
-    return None
-
-
-def _message_of(v: object) -> str | None:
-    if isinstance(v, str) and v:
-        return v
-    if v is not None and not isinstance(v, str):
-        try:
-            return _enc.encode(v).decode()
-        except (TypeError, msgspec.EncodeError):
-            return None
-    return None
-
-
-def _from_error_object(status: int, obj: dict[str, Any]) -> ProxyError:
-    message = _message_of(obj.get("message")) or f"upstream returned HTTP {status}"
-    etype, code = obj.get("type"), obj.get("code")
-    kind: ErrorKind | None = None
-    if status in _SPECIFIC_STATUSES:
-        kind = kind_for_status(status)
-    if kind is None:
-        kind = kind_from_fields(etype, code) or kind_for_status(status)
-    return ProxyError(
-        status, message, kind=kind, param=_opt_str(obj.get("param")), code=_opt_str(code)
-    )
-
-
-def decode_openai_error(status: int, body: bytes) -> ProxyError:
-    """An upstream non-2xx body of any content as a ``ProxyError`` keeping the upstream's
-    status and message. Understands the OpenAI shape, the Anthropic shape, vLLM's flat
-    ``{"object": "error", "message": ...}`` and FastAPI's ``{"detail": ...}``; anything
-    else (HTML, plain text, empty) becomes a short plain-text message."""
-    obj: object = None
-    if body.strip():
-        try:
-            obj = _any_dec.decode(body)
-        except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
-            obj = None
-    if isinstance(obj, dict):
-        err = obj.get("error")
-        if isinstance(err, dict):  # OpenAI and Anthropic shapes
-            return _from_error_object(status, err)
-        if isinstance(err, str) and err:
-            return _from_error_object(status, {"message": err, "code": obj.get("code")})
-        if "message" in obj:  # vLLM flat error
-            return _from_error_object(status, obj)
-        detail = _message_of(obj.get("detail"))
-        if detail:
-            return ProxyError(status, detail, kind=kind_for_status(status))
-    return ProxyError(status, text_error_message(status, body), kind=kind_for_status(status))
+__all__ = [
+    "decode_openai_error",
+    "encode_openai_error",
+    "kind_from_fields",
+    "openai_error_type",
+    "status_from_fields",
+]

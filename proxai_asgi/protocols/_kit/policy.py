@@ -1,7 +1,8 @@
-"""Single source of truth for stop/status mapping (spec: refusal-and-status).
+"""Rules that hold across protocols: system prompts toward OpenAI upstreams, output-token
+limits toward upstreams with another minimum.
 
-Streaming and non-streaming code in every codec calls these functions; none of them
-re-implements a mapping table.
+Each protocol's stop table (spec: refusal-and-status) lives in its codec's
+``response.py``, which its streamed and non-streamed code both call.
 """
 
 from __future__ import annotations
@@ -11,106 +12,8 @@ from typing import NoReturn
 
 import msgspec
 
-from ...canonical import Message, Request, StopReason, Text
+from ...canonical import Message, Request, Text
 from ...errors import ProxyError, TranslationReport
-
-# ---- OpenAI Chat finish_reason
-
-_CHAT_FINISH_IN: dict[str, StopReason] = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "content_filter": "content_filter",
-}
-
-
-def stop_from_chat(finish_reason: str | None) -> StopReason | None:
-    if finish_reason is None:
-        return None
-    return _CHAT_FINISH_IN.get(finish_reason, "end_turn")
-
-
-_CHAT_FINISH_OUT: dict[StopReason, str] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "refusal": "stop",  # a refusal is a terminal assistant turn, not a tool call
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-    "content_filter": "content_filter",
-}
-
-
-def chat_finish(stop: StopReason | None) -> str:
-    return _CHAT_FINISH_OUT.get(stop, "stop") if stop is not None else "stop"
-
-
-# ---- Anthropic stop_reason (the canonical vocabulary is Anthropic's plus content_filter)
-
-_ANTHROPIC_STOPS: frozenset[str] = frozenset(
-    {"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"}
-)
-
-
-def stop_from_anthropic(stop_reason: str | None) -> StopReason | None:
-    if stop_reason is None:
-        return None
-    if stop_reason in _ANTHROPIC_STOPS:
-        return stop_reason  # type: ignore[return-value]
-    # "model_context_window_exceeded" and future values: truncation is the closest.
-    return "max_tokens" if "exceeded" in stop_reason else "end_turn"
-
-
-def anthropic_stop(stop: StopReason | None) -> str | None:
-    if stop == "content_filter":
-        return "refusal"
-    return stop
-
-
-# ---- Responses status
-
-_RESPONSES_STATUS_OUT: dict[StopReason, str] = {
-    "end_turn": "completed",
-    "stop_sequence": "completed",
-    "tool_use": "completed",
-    "pause_turn": "completed",
-    "max_tokens": "incomplete",
-    "content_filter": "incomplete",
-    "refusal": "failed",
-}
-
-
-def responses_status(stop: StopReason | None) -> str:
-    """Terminal Responses status for a stop reason; None means still in progress."""
-    if stop is None:
-        return "in_progress"
-    return _RESPONSES_STATUS_OUT[stop]
-
-
-def responses_incomplete_reason(stop: StopReason | None) -> str | None:
-    if stop == "max_tokens":
-        return "max_output_tokens"
-    if stop == "content_filter":
-        return "content_filter"
-    return None
-
-
-def stop_from_responses(
-    status: str | None, incomplete_reason: str | None, has_tool_calls: bool, has_refusal: bool
-) -> StopReason | None:
-    """Responses status -> canonical stop. Finer than the spec's table where the
-    response itself says more: tool calls -> tool_use, a refusal part -> refusal."""
-    if status == "completed":
-        if has_refusal:
-            return "refusal"
-        return "tool_use" if has_tool_calls else "end_turn"
-    if status == "incomplete":
-        return "content_filter" if incomplete_reason == "content_filter" else "max_tokens"
-    if status == "failed":
-        return "refusal"
-    return None  # cancelled / queued / in_progress have no stop reason
-
 
 # ---- system prompts toward OpenAI upstreams
 

@@ -42,6 +42,7 @@ from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absen
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit.media import is_data_url, parse_data_url
 from . import cache_breakpoints, wire
 from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
@@ -1196,19 +1197,19 @@ def _tool_result_content_out(
     return blocks
 
 
-def _data_url(url: str, path: str) -> tuple[str, str]:
-    """``data:<media type>;base64,<data>`` -> (media type, data)."""
-    head, sep, data = url.partition(",")
-    if not sep or not head.endswith(";base64"):
+def _data_url(url: str, path: str) -> tuple[str | None, str]:
+    """A base64 data URL -> (media type, data); a 400 for any other data URL."""
+    parsed = parse_data_url(url)
+    if parsed is None:
         raise ProxyError.invalid(f"{path}: only base64 data URLs can be translated", path)
-    return head[5 : -len(";base64")], data
+    return parsed
 
 
 def _image_out(img: c.Image, path: str, report: TranslationReport) -> wire.ImageBlock:
     if img.detail is not None:
         report.drop("image.detail")
     source: wire.ImageSource
-    if img.data is None and img.url is not None and not img.url.startswith("data:"):
+    if img.data is None and img.url is not None and not is_data_url(img.url):
         source = wire.UrlSource(url=img.url)
     else:
         if img.data is not None:
@@ -1232,7 +1233,7 @@ def _image_out(img: c.Image, path: str, report: TranslationReport) -> wire.Image
 def _document_out(f: c.File, path: str) -> wire.DocumentBlock:
     source: wire.DocumentSource
     data, media_type = f.data, f.media_type
-    if data is None and f.url is not None and f.url.startswith("data:"):
+    if data is None and f.url is not None and is_data_url(f.url):
         media_type, data = _data_url(f.url, path)
     if data is not None:
         if not media_type and data.startswith("JVBER"):  # base64 of "%PDF"

@@ -4,7 +4,7 @@ helpers the stream codec shares, so streamed and non-streamed answers agree.
 Usage semantics: Anthropic's ``input_tokens`` excludes cache reads and writes; the
 canonical figure includes them. ``usage_in`` adds, ``usage_out`` subtracts.
 
-Client-side stop reason (``final_stop``): ``policy.anthropic_stop`` of the canonical
+Client-side stop reason (``final_stop``): ``anthropic_stop`` of the canonical
 stop, except that an ``end_turn`` answer carrying tool calls says ``tool_use`` (Chat
 and Responses upstreams often say "stop"/"completed" there), and an answer carrying
 refusal wording (a canonical ``Refusal`` part, from Chat ``message.refusal`` or a
@@ -21,7 +21,6 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
-from .._kit import policy
 from . import wire
 
 if TYPE_CHECKING:
@@ -119,11 +118,33 @@ def custom_tool_input(raw: str) -> dict[str, Any]:
     return {"input": raw}
 
 
+# stop_reason (the canonical vocabulary is Anthropic's plus content_filter)
+
+_ANTHROPIC_STOPS: frozenset[str] = frozenset(
+    {"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"}
+)
+
+
+def stop_from_anthropic(stop_reason: str | None) -> c.StopReason | None:
+    if stop_reason is None:
+        return None
+    if stop_reason in _ANTHROPIC_STOPS:
+        return stop_reason  # type: ignore[return-value]
+    # "model_context_window_exceeded" and future values: truncation is the closest.
+    return "max_tokens" if "exceeded" in stop_reason else "end_turn"
+
+
+def anthropic_stop(stop: c.StopReason | None) -> str | None:
+    if stop == "content_filter":
+        return "refusal"
+    return stop
+
+
 def final_stop(
     stop: c.StopReason | None, has_tool: bool, refusal: str | None, explanation: str | None
 ) -> tuple[str, wire.StopDetails | None]:
     """stop_reason and stop_details for the client (see the module docstring)."""
-    out = policy.anthropic_stop(stop) or "end_turn"
+    out = anthropic_stop(stop) or "end_turn"
     if out == "end_turn" and has_tool:
         out = "tool_use"
     elif refusal is not None and out in ("end_turn", "stop_sequence"):
@@ -202,7 +223,7 @@ def decode_response(body: bytes) -> c.Response:
         id=msg.id,
         model=msg.model,
         content=parts,
-        stop_reason=policy.stop_from_anthropic(msg.stop_reason),
+        stop_reason=stop_from_anthropic(msg.stop_reason),
         stop_sequence=msg.stop_sequence,
         refusal_explanation=msg.stop_details.explanation if msg.stop_details else None,
         usage=usage_in(msg.usage),

@@ -38,7 +38,7 @@ from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
-from .._kit import policy, tokens
+from .._kit import tokens
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import wire
 from .errors import error_event, stream_error_from_body
@@ -50,6 +50,7 @@ from .response import (
     client_tool_id,
     custom_tool_input,
     final_stop,
+    stop_from_anthropic,
     usage_in,
     usage_out,
 )
@@ -340,7 +341,7 @@ class AnthropicStreamDecoder:
                 out.extend(self._stop(block))
         out.append(
             c.Finish(
-                stop_reason=policy.stop_from_anthropic(self._stop_reason),
+                stop_reason=stop_from_anthropic(self._stop_reason),
                 usage=usage_in(self._usage),
                 stop_sequence=self._stop_sequence,
                 refusal_explanation=self._explanation,

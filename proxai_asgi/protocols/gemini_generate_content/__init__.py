@@ -36,9 +36,6 @@ class GeminiGenerateContentCodec:
         call = paths.path_call(path)
         return None if call is None else Served(call.action, call)
 
-    def path_call(self, path: str) -> PathCall | None:
-        return paths.path_call(path)
-
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
 

@@ -15,7 +15,7 @@ import msgspec
 
 from ...errors import ErrorKind, ProxyError
 from ...lazy_decoder import LazyDecoder
-from .._kit.loose_errors import decode_error as decode_loose_error
+from .._kit.upstream_errors import decode_error as decode_loose_error
 from . import wire
 
 # Google status name for each neutral kind (the client-facing vocabulary).

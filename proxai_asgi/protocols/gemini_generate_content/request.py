@@ -47,6 +47,7 @@ from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit.media import is_data_url, parse_data_url
 from . import signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel
@@ -1249,18 +1250,6 @@ def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str,
     return {key: text}
 
 
-def _user_out(
-    m: c.Message,
-    names: dict[str, str],
-    answers: list[wire.UpstreamResponse],
-    report: TranslationReport,
-) -> list[wire.UpstreamPart]:
-    out: list[wire.UpstreamPart] = []
-    for p in m.content:
-        _user_part_out(p, out, names, answers, report)
-    return out
-
-
 def _user_part_out(
     p: c.Part,
     out: list[wire.UpstreamPart],
@@ -1294,11 +1283,11 @@ def _media_out(p: c.Image | c.File) -> wire.Part:
     if type(p) is c.File and p.text is not None:
         return wire.Part(text=p.text)
     data, mime, url = p.data, p.media_type, p.url
-    if data is None and url is not None and url.startswith("data:"):
-        head, sep, rest = url.partition(",")
-        if not sep or not head.endswith(";base64"):
+    if data is None and url is not None and is_data_url(url):
+        parsed = parse_data_url(url)
+        if parsed is None:
             raise ProxyError.invalid("only base64 data URLs can be translated to Gemini")
-        mime, data = head[5 : -len(";base64")], rest
+        mime, data = parsed
     if data is not None:
         if not mime:
             raise ProxyError.invalid("inline data needs a media type for Gemini")

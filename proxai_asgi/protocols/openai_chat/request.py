@@ -16,6 +16,7 @@ from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, openai_checks, policy, tool_schemas
+from .._kit.media import data_url, parse_data_url
 from . import validate
 from . import wire as w
 
@@ -68,28 +69,13 @@ def _validation_error(e: Exception) -> ProxyError:
     return _invalid(f"Invalid request body: {text}", path or None)
 
 
-def parse_data_url(url: str) -> tuple[str, str] | None:
-    """``data:<media type>;base64,<data>`` -> (media type, data); None otherwise."""
-    if not url.startswith("data:"):
-        return None
-    head, sep, data = url[5:].partition(",")
-    if not sep or not head.endswith(";base64"):
-        return None
-    media_type = head[: -len(";base64")].split(";", 1)[0]
-    return media_type or "application/octet-stream", data
-
-
-def data_url(media_type: str | None, data: str) -> str:
-    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
-
-
 def _image(part: w.ImagePart) -> c.Image:
     url = part.image_url.url
     parsed = parse_data_url(url)
     if parsed is not None:
         return c.Image(
-            data=parsed[1],
-            media_type=parsed[0],
+            data=parsed.data,
+            media_type=parsed.media_type,
             detail=part.image_url.detail,
             cache_control=part.cache_control,
         )

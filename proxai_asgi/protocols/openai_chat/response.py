@@ -18,7 +18,6 @@ from ... import canonical as c
 from ... import ids
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
-from .._kit import policy
 from . import wire as w
 
 _COMPLETION_DEC: LazyDecoder[w.CompletionIn] = LazyDecoder(w.CompletionIn)
@@ -58,22 +57,51 @@ def usage_to_wire(u: c.Usage) -> w.Usage:
     )
 
 
+# finish_reason (the stop table of Chat Completions)
+
+_CHAT_FINISH_IN: dict[str, c.StopReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "content_filter",
+}
+
+
+def stop_from_chat(finish_reason: str | None) -> c.StopReason | None:
+    if finish_reason is None:
+        return None
+    return _CHAT_FINISH_IN.get(finish_reason, "end_turn")
+
+
+_CHAT_FINISH_OUT: dict[c.StopReason, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "refusal": "stop",  # a refusal is a terminal assistant turn, not a tool call
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def chat_finish(stop: c.StopReason | None) -> str:
+    return _CHAT_FINISH_OUT.get(stop, "stop") if stop is not None else "stop"
+
+
 def stop_from_finish(finish_reason: str | None, saw_refusal: bool) -> c.StopReason | None:
-    """finish_reason via policy; a refusal that ended normally is a refusal."""
-    stop = policy.stop_from_chat(finish_reason)
+    """finish_reason via the table; a refusal that ended normally is a refusal."""
+    stop = stop_from_chat(finish_reason)
     if stop == "end_turn" and saw_refusal:
         return "refusal"
     return stop
 
 
 def finish_reason_for(stop: c.StopReason | None, has_tool_calls: bool, legacy: bool) -> str:
-    """The client finish_reason: policy, except that an ordinary end with tool calls
+    """The client finish_reason: the table, except that an ordinary end with tool calls
     says ``tool_calls`` (what Chat clients loop on), ``function_call`` to a client of
     the legacy ``functions``."""
-    if has_tool_calls and stop in (None, "end_turn"):
-        finish = "tool_calls"
-    else:
-        finish = policy.chat_finish(stop)
+    finish = "tool_calls" if has_tool_calls and stop in (None, "end_turn") else chat_finish(stop)
     return "function_call" if legacy and finish == "tool_calls" else finish
 
 

@@ -15,6 +15,7 @@ from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, policy, tool_schemas
+from .._kit.media import data_url, is_data_url, parse_data_url
 from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
@@ -628,27 +629,17 @@ def _parts(content: str | list[w.InputContent], i: int, field: str = "content") 
     return out
 
 
-def parse_data_url(url: str) -> tuple[str | None, str] | None:
-    """``data:<media>;base64,<data>`` -> (media type, data); None if not base64 data."""
-    if not url.startswith("data:"):
-        return None
-    meta, sep, data = url[5:].partition(",")
-    if not sep or not meta.endswith(";base64"):
-        return None
-    return (meta[: -len(";base64")] or None), data
-
-
 def _image(part: w.InputImage, where: str) -> c.Image:
     url = part.image_url
     if url:
-        if url.startswith("data:"):
+        if is_data_url(url):
             parsed = parse_data_url(url)
             if parsed is None:
                 raise ProxyError.invalid(
                     f"{where}.image_url: only base64 data URLs are supported",
                     param=f"{where}.image_url",
                 )
-            return c.Image(data=parsed[1], media_type=parsed[0], detail=part.detail)
+            return c.Image(data=parsed.data, media_type=parsed.media_type, detail=part.detail)
         return c.Image(url=url, detail=part.detail)
     if part.file_id:
         raise ProxyError.invalid(
@@ -662,7 +653,7 @@ def _file(part: w.InputFile, where: str) -> c.File:
     if part.file_data:
         parsed = parse_data_url(part.file_data)
         if parsed is not None:
-            return c.File(data=parsed[1], media_type=parsed[0], filename=part.filename)
+            return c.File(data=parsed.data, media_type=parsed.media_type, filename=part.filename)
         return c.File(data=part.file_data, filename=part.filename)
     if part.file_url:
         return c.File(url=part.file_url, filename=part.filename)
@@ -990,14 +981,14 @@ def _role(assistant: bool) -> Literal["user", "assistant"]:
 
 def _media_part(p: c.Image | c.File) -> Any:
     if isinstance(p, c.Image):
-        url = p.url if p.url else f"data:{p.media_type or 'image/png'};base64,{p.data or ''}"
+        url = p.url if p.url else data_url(p.media_type or "image/png", p.data or "")
         return w.InputImage(image_url=url, detail=p.detail or "auto")
     if p.text is not None:
         return w.InputText(text=p.text)
     if p.data is not None:
         media = p.media_type or "application/pdf"
         name = p.filename or ("document.pdf" if media == "application/pdf" else "document")
-        return w.InputFile(file_data=f"data:{media};base64,{p.data}", filename=name)
+        return w.InputFile(file_data=data_url(media, p.data), filename=name)
     if p.url is not None:
         return w.InputFile(file_url=p.url, filename=p.filename)
     return w.InputFile(file_id=p.file_id, filename=p.filename)

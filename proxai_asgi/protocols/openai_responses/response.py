@@ -17,7 +17,6 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
-from .._kit import policy
 from . import wire as w
 
 _up_response: LazyDecoder[w.UpResponse] = LazyDecoder(w.UpResponse)
@@ -173,7 +172,7 @@ def decode_response(body: bytes) -> c.Response:
         id=r.id,
         model=r.model,
         content=content,
-        stop_reason=policy.stop_from_responses(r.status, reason, has_tool_calls, has_refusal),
+        stop_reason=stop_from_responses(r.status, reason, has_tool_calls, has_refusal),
         refusal_explanation=explanation,
         usage=usage_in(r.usage),
         created=int(r.created_at),
@@ -199,9 +198,53 @@ def _call_id(item: w.UpFunctionCall | w.UpCustomToolCall) -> str:
 # ====================================================================== canonical -> client
 
 
+# status (the stop table of Responses)
+
+_RESPONSES_STATUS_OUT: dict[c.StopReason, str] = {
+    "end_turn": "completed",
+    "stop_sequence": "completed",
+    "tool_use": "completed",
+    "pause_turn": "completed",
+    "max_tokens": "incomplete",
+    "content_filter": "incomplete",
+    "refusal": "failed",
+}
+
+
+def responses_status(stop: c.StopReason | None) -> str:
+    """Terminal Responses status for a stop reason; None means still in progress."""
+    if stop is None:
+        return "in_progress"
+    return _RESPONSES_STATUS_OUT[stop]
+
+
+def responses_incomplete_reason(stop: c.StopReason | None) -> str | None:
+    if stop == "max_tokens":
+        return "max_output_tokens"
+    if stop == "content_filter":
+        return "content_filter"
+    return None
+
+
+def stop_from_responses(
+    status: str | None, incomplete_reason: str | None, has_tool_calls: bool, has_refusal: bool
+) -> c.StopReason | None:
+    """Responses status -> canonical stop. Finer than the spec's table where the
+    response itself says more: tool calls -> tool_use, a refusal part -> refusal."""
+    if status == "completed":
+        if has_refusal:
+            return "refusal"
+        return "tool_use" if has_tool_calls else "end_turn"
+    if status == "incomplete":
+        return "content_filter" if incomplete_reason == "content_filter" else "max_tokens"
+    if status == "failed":
+        return "refusal"
+    return None  # cancelled / queued / in_progress have no stop reason
+
+
 def terminal_status(stop: c.StopReason | None) -> str:
     """The terminal status of a finished answer (a finish without a reason completed)."""
-    return policy.responses_status(stop) if stop is not None else "completed"
+    return responses_status(stop) if stop is not None else "completed"
 
 
 def citation_out(cite: c.Citation, text_len: int) -> w.UrlCitation:
@@ -371,7 +414,7 @@ class ResponseShell:
         stop: c.StopReason | None = None,
         error: w.ResponseErrorObject | None = None,
     ) -> w.ResponseObject:
-        reason = policy.responses_incomplete_reason(stop) if status == "incomplete" else None
+        reason = responses_incomplete_reason(stop) if status == "incomplete" else None
         if error is None and stop == "refusal":
             error = refusal_error(output)
         # At most 15 keywords: CPython builds a call with more through a dict, which

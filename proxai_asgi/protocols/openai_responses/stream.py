@@ -33,7 +33,6 @@ from ...codec import RefusalJoin
 from ...errors import ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import SSEEvent, frame_head
-from .._kit import policy
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import response as r
 from . import wire as w
@@ -286,7 +285,7 @@ class ResponsesStreamDecoder:
         for index in list(self._open):
             self._stop(index, out)
         reason = snap.incomplete_details.reason if snap.incomplete_details else None
-        stop = policy.stop_from_responses(status, reason, self._has_tool_calls, self._has_refusal)
+        stop = r.stop_from_responses(status, reason, self._has_tool_calls, self._has_refusal)
         usage = r.usage_in(snap.usage)
         out.append(c.Finish(stop_reason=stop, refusal_explanation=explanation, usage=usage))
         return out

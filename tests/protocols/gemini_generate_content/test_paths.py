@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxai_asgi.codec import PathCall
+from proxai_asgi.codec import PathCall, Served
 from proxai_asgi.errors import ProxyError
 from proxai_asgi.protocols.gemini_generate_content import CODEC
 
@@ -22,7 +22,7 @@ from proxai_asgi.protocols.gemini_generate_content import CODEC
     ],
 )
 def test_client_paths_name_the_model_the_stream_and_the_method(path: str, call: PathCall) -> None:
-    assert CODEC.path_call(path) == call
+    assert CODEC.serves(path) == Served(call.action, call)
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_client_paths_name_the_model_the_stream_and_the_method(path: str, call: 
     ],
 )
 def test_other_paths_are_not_gemini_calls(path: str) -> None:
-    assert CODEC.path_call(path) is None
+    assert CODEC.serves(path) is None
 
 
 UNSAFE_MODELS = ["tuned/../m", "m?key=stolen", "m#x", "m x", "..", ".", "m%2e", "m\r\nx"]
@@ -45,7 +45,8 @@ UNSAFE_MODELS = ["tuned/../m", "m?key=stolen", "m#x", "m x", "..", ".", "m%2e", 
 def test_unsafe_model_names_never_enter_an_upstream_url(model: str) -> None:
     """A Gemini path with an unsafe model is still a Gemini call (answered with a 400
     in Google's shape, tests/reliability/test_injection.py); no URL is built for it."""
-    assert CODEC.path_call(f"/v1beta/models/{model}:generateContent") == PathCall(model, False)
+    call = PathCall(model, False)
+    assert CODEC.serves(f"/v1beta/models/{model}:generateContent") == Served("generate", call)
     for base in ("http://h", ""):  # an HTTP upstream's URL, the wrapped app's path
         with pytest.raises(ProxyError) as caught:
             CODEC.upstream_url(base, PathCall(model, True))

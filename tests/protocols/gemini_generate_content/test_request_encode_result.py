@@ -29,13 +29,22 @@ _results = st.builds(
 )
 
 
+def _user_out(
+    result: c.ToolResult, answers: list[wire.UpstreamResponse], report: TranslationReport
+) -> list[wire.UpstreamPart]:
+    """A tool message of ``result`` through the general per-part code."""
+    parts: list[wire.UpstreamPart] = []
+    request._user_part_out(result, parts, {}, answers, report)
+    return parts
+
+
 @given(_results)
 def test_a_result_goes_out_as_result_response_out_makes_it(result: c.ToolResult) -> None:
     expected_report = TranslationReport()
     expected = request.result_response_out(result, expected_report)
     report = TranslationReport()
-    answers: list[wire.FunctionResponse] = []
-    parts = request._user_out(c.Message(role="tool", content=[result]), {}, answers, report)
+    answers: list[wire.UpstreamResponse] = []
+    parts = _user_out(result, answers, report)
     [part] = parts
     assert part.function_response is answers[0]
     assert answers[0].response == expected
@@ -45,7 +54,7 @@ def test_a_result_goes_out_as_result_response_out_makes_it(result: c.ToolResult)
 
 def test_the_usual_result_is_its_text_as_output() -> None:
     result = c.ToolResult(call_id="call_1", content=[c.Text(text="done\n")])
-    parts = request._user_out(c.Message(role="tool", content=[result]), {}, [], TranslationReport())
+    parts = _user_out(result, [], TranslationReport())
     assert msgspec.json.encode(parts) == (
         b'[{"functionResponse":{"name":"call_1","response":{"output":"done\\n"},"id":"call_1"}}]'
     )

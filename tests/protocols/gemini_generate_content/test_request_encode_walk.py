@@ -4,7 +4,7 @@
 a tool result of one text, a user text) and sends a model turn with any other part
 through ``_model_out``, any other user part through ``_user_part_out``; it orders only
 the user turns of several parts. For any conversation, the Gemini turns and the report
-must be those of the general code: ``_model_out``/``_user_out`` for every message, then
+must be those of the general code: ``_model_out``/``_user_part_out`` for every message, then
 every response named and every user turn ordered.
 """
 
@@ -72,7 +72,9 @@ def _reference(messages: list[c.Message], report: TranslationReport) -> list[wir
         if m.role == "assistant":
             role, parts = "model", request._model_out(m.content, names, report)
         else:
-            role, parts = "user", request._user_out(m, names, answers, report)
+            role, parts = "user", []
+            for p in m.content:
+                request._user_part_out(p, parts, names, answers, report)
         if not parts:
             continue
         if turns and turns[-1].role == role:
