@@ -31,7 +31,7 @@ from .serving.exchange import JSON_HEADER, Exchange, Handler
 from .serving.generate import compact, generate
 from .serving.origins import OriginPolicy, preflight_headers, with_cors
 from .store import ResponseStore
-from .transport.inner_transport import open_inner
+from .transport.base import Transports
 from .transport.upstream import (
     ASGIApp,
     HttpTransport,
@@ -139,6 +139,7 @@ class ProxaiMiddleware:
             from .transport.http1 import Http1Pool
 
             self.lean = Http1Pool(max_connections)
+        self.transports = Transports(app, self.http, self.lean)
         # Past max_concurrency exchanges, requests wait up to queue_timeout for a
         # slot, then get a 429 in their own protocol's shape.
         self.limiter = anyio.Semaphore(max_concurrency) if max_concurrency else None
@@ -271,16 +272,16 @@ class ProxaiMiddleware:
         raw: bool,
         get: str | None = None,
     ) -> AbstractAsyncContextManager[UpstreamResponse]:
-        """The one transport choice: the wrapped app, the lean pool, or httpx. ``get``
-        asks an HTTP upstream for that URL (a side endpoint) instead of posting."""
-        if up.inner:
-            assert get is None, "the wrapped app is only posted to"
-            return open_inner(self.app, scope, up, headers, body, call)
-        url, method = (up.url_for(call), b"POST") if get is None else (get, b"GET")
-        lean = self.lean
-        if lean is not None and lean.serves(up, url):
-            return lean.open(up, headers, body, raw=raw, url=url, method=method)
-        return self.http.open(up, headers, body, raw=raw, url=url, method=method)
+        """The request through the transport ``self.transports`` chooses for ``up``.
+        ``get`` asks an HTTP upstream for that URL (a side endpoint) instead of posting."""
+        if get is not None:
+            url: str | None = get
+            method = b"GET"
+        else:
+            url = None if up.inner else up.url_for(call)
+            method = b"POST"
+        transport = self.transports.choose(up, url, scope, call)
+        return transport.open(up, headers, body, raw=raw, url=url, method=method)
 
     def _lifespan_send(self, send: Send) -> Send:
         async def wrapped(message: Message) -> None:

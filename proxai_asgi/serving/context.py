@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..codec import PathCall
     from ..responses_state.stored_responses import StoredResponses
     from ..routing import Router, Upstream
+    from ..transport.base import Transports
     from ..transport.upstream import (
         ASGIApp,
         HttpTransport,
@@ -27,6 +28,7 @@ class Context(Protocol):
     router: Router
     stored: StoredResponses
     http: HttpTransport  # the httpx side (side endpoints of the stored Responses)
+    transports: Transports  # which transport reaches an upstream
     limiter: anyio.Semaphore | None
     max_body_size: int
     body_timeout: float | None
@@ -44,5 +46,5 @@ class Context(Protocol):
         raw: bool,
         get: str | None = None,
     ) -> AbstractAsyncContextManager[UpstreamResponse]:
-        """The upstream request through the transport ``up`` is reached by."""
+        """The upstream request through the transport ``transports`` chooses for ``up``."""
         ...

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import anyio
 
@@ -71,6 +71,36 @@ class _Inbox:
             self._writable.set()
             self._writable = None
         return batch
+
+
+class InnerTransport:
+    """The wrapped app as a ``transport.base.Transport`` for one request: the client's
+    ``scope`` and the ``call`` it makes are what the app is called with."""
+
+    __slots__ = ("app", "call", "scope")
+
+    def __init__(self, app: ASGIApp, scope: Scope, call: PathCall | None = None) -> None:
+        self.app = app
+        self.scope = scope
+        self.call = call
+
+    def serves(self, upstream: Upstream, url: str | None = None) -> bool:
+        return upstream.inner
+
+    def open(
+        self,
+        upstream: Upstream,
+        headers: RawHeaders,
+        body: bytes,
+        *,
+        raw: bool,
+        url: str | None = None,
+        method: bytes = b"POST",
+    ) -> AbstractAsyncContextManager[UpstreamResponse]:
+        """``raw`` and ``url`` do not apply: the app's body arrives as it sent it, at
+        the upstream's path."""
+        assert method == b"POST", "the wrapped app is only posted to"
+        return open_inner(self.app, self.scope, upstream, headers, body, self.call)
 
 
 @asynccontextmanager

@@ -1,6 +1,7 @@
 """Reaching an upstream: header policy, auth, and the httpx transport. Every transport
-(httpx, the lean pool in ``http1.py``, the wrapped app in ``inner_transport.py``) hands
-back the same ``UpstreamResponse``, so everything above them is transport-agnostic."""
+(httpx, the lean pool in ``http1.py``, the wrapped app in ``inner_transport.py``)
+implements ``base.Transport`` and hands back the same ``UpstreamResponse``, so
+everything above them is transport-agnostic."""
 
 from __future__ import annotations
 
@@ -304,6 +305,10 @@ class HttpTransport:
             follow_redirects=False,
             verify=httpx_verify(verify),
         )
+
+    def serves(self, upstream: Upstream, url: str | None = None) -> bool:
+        """Every HTTP upstream (the last resort after the lean pool)."""
+        return not upstream.inner
 
     async def aclose(self) -> None:
         if self._client is not None and self._owned:
