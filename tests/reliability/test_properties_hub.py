@@ -1,8 +1,7 @@
 """Hypothesis over the whole hub: whatever comes in, only ``ProxyError`` comes out.
 
-Each codec has its own property tests (tests/protocols/*/test_properties.py,
-test_robustness.py); these drive every *composition* the middleware runs, the way
-``middleware.py`` runs it:
+Each codec has its own property tests (tests/protocols/*/test_properties.py); these
+drive every *composition* the middleware runs, the way ``middleware.py`` runs it:
 
 - requests: arbitrary JSON values, arbitrary bytes, and real-shaped requests with one
   to three random mutations (a node replaced by an arbitrary value, deleted, or

@@ -54,11 +54,6 @@ class OpenAIFamily:
     def lists_models(self, path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> bool:
         return True  # the shape every OpenAI-compatible client reads
 
-    def encode_model_list(self, names: list[str], query: bytes) -> bytes:
-        return encode_model_list(names, query)
-
-    def models_url(self, base_url: str) -> str:
-        return models_url(base_url)
-
-    def model_ids(self, body: bytes) -> list[str]:
-        return model_ids(body)
+    encode_model_list = staticmethod(encode_model_list)
+    models_url = staticmethod(models_url)
+    model_ids = staticmethod(model_ids)

@@ -158,3 +158,12 @@ def for_openai_client(
     if exhausted or rejected:
         _add(out, headers, b"x-should-retry", b"false")
     return out
+
+
+def for_gemini_client(headers: RawHeaders, *, exhausted: bool) -> RawHeaders:
+    """Headers to add for a Gemini client: Google states no limits in headers (its
+    errors carry RetryInfo), so only the wait, when the upstream gave one."""
+    wait = retry_after_seconds(headers, time.time())
+    if wait is None or any(k == b"retry-after" for k, _ in headers):
+        return []
+    return [(b"retry-after", str(wait).encode())]

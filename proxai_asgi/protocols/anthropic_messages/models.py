@@ -25,11 +25,12 @@ def encode_token_count(tokens: int) -> bytes:
     return _enc.encode({"input_tokens": tokens})
 
 
-def lists_models(headers: list[tuple[bytes, bytes]]) -> bool:
+def lists_models(path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> bool:
+    """The ``Codec`` signature; only the headers tell an Anthropic client."""
     return any(k == b"anthropic-version" for k, _ in headers)
 
 
-def encode_model_list(names: list[str]) -> bytes:
+def encode_model_list(names: list[str], query: bytes) -> bytes:
     data: list[dict[str, Any]] = [
         {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
         for n in names

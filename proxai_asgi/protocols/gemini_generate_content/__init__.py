@@ -1,22 +1,19 @@
 """Google Gemini ``generateContent`` codec.
 
 Client side: the ``google-genai`` SDKs and Gemini CLI. Upstream side:
-generativelanguage.googleapis.com and Gemini-compatible servers. ``CODEC`` satisfies
-``proxai_asgi.codec.Codec``. The model and the stream flag live in the URL, not in
-the body (``/v1beta/models/{model}:streamGenerateContent?alt=sse``): the request
-decoder takes them from the caller.
+generativelanguage.googleapis.com and Gemini-compatible servers. ``CODEC`` declares
+which module does each part of ``proxai_asgi.codec.Codec``. The model and the stream
+flag live in the URL, not in the body
+(``/v1beta/models/{model}:streamGenerateContent?alt=sse``): the request decoder takes
+them from the caller.
 """
 
 from __future__ import annotations
 
-import time
-
-from ... import canonical as c
-from ...codec import Codec, PathCall, ProtocolName, Served, UpstreamOptions
-from ...errors import ProxyError, TranslationReport
-from ...stream_tail import StreamTail
+from ...codec import Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
-from . import epilogue, errors, models, paths, request, response, stream
+from . import epilogue, errors, models, paths, request, response
+from .stream import GeminiStreamDecoder, GeminiStreamEncoder
 
 
 class GeminiGenerateContentCodec:
@@ -32,83 +29,36 @@ class GeminiGenerateContentCodec:
     serves_websocket: bool = False
     stateful: bool = False
 
-    def serves(self, path: str) -> Served | None:
-        call = paths.path_call(path)
-        return None if call is None else Served(call.action, call)
-
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
 
-    def inner_path(self, call: PathCall | None = None) -> str:
-        return paths.upstream_url("", call)
-
-    def upstream_url(self, base_url: str, call: PathCall | None = None) -> str:
-        return paths.upstream_url(base_url, call)
+    serves = staticmethod(paths.serves)
+    inner_path = staticmethod(paths.inner_path)
+    upstream_url = staticmethod(paths.upstream_url)
 
     # ---- client side
-
-    def decode_request(
-        self, body: bytes, report: TranslationReport, model: str = "", stream: bool = False
-    ) -> c.Request:
-        return request.decode_request(body, report, model, stream)
-
-    def encode_response(self, response_: c.Response, request_: c.Request) -> bytes:
-        return response.encode_response(response_, request_)
-
-    def stream_encoder(self, request_: c.Request) -> stream.GeminiStreamEncoder:
-        return stream.GeminiStreamEncoder(request_)
-
-    def encode_error(self, error: ProxyError) -> bytes:
-        return errors.encode_error(error)
+    decode_request = staticmethod(request.decode_request)
+    encode_response = staticmethod(response.encode_response)
+    stream_encoder = GeminiStreamEncoder
+    encode_error = staticmethod(errors.encode_error)
 
     # ---- upstream side
-
-    def encode_request(
-        self, request_: c.Request, report: TranslationReport, options: UpstreamOptions
-    ) -> bytes:
-        return request.encode_request(request_, report, options)
-
-    def decode_response(self, body: bytes) -> c.Response:
-        return response.decode_response(body)
-
-    def stream_decoder(self) -> stream.GeminiStreamDecoder:
-        return stream.GeminiStreamDecoder()
-
-    def decode_error(self, status: int, body: bytes) -> ProxyError:
-        return errors.decode_error(status, body)
-
-    def rate_limit_headers(
-        self, upstream_headers: list[tuple[bytes, bytes]], *, exhausted: bool
-    ) -> list[tuple[bytes, bytes]]:
-        # Google states no limits in headers (its errors carry RetryInfo): only the
-        # wait, when the upstream gave one.
-        wait = ratelimit.retry_after_seconds(upstream_headers, time.time())
-        if wait is None or any(k == b"retry-after" for k, _ in upstream_headers):
-            return []
-        return [(b"retry-after", str(wait).encode())]
+    encode_request = staticmethod(request.encode_request)
+    decode_response = staticmethod(response.decode_response)
+    stream_decoder = GeminiStreamDecoder
+    decode_error = staticmethod(errors.decode_error)
+    rate_limit_headers = staticmethod(ratelimit.for_gemini_client)
 
     # ---- side endpoints
-    def count_tokens_request(self, body: bytes) -> c.Request:
-        return request.count_tokens_request(body)
-
-    def encode_token_count(self, tokens: int) -> bytes:
-        return models.encode_token_count(tokens)
-
-    def lists_models(self, path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> bool:
-        return models.lists_models(path, headers, query)
-
-    def encode_model_list(self, names: list[str], query: bytes) -> bytes:
-        return models.encode_model_list(names)
-
-    def models_url(self, base_url: str) -> str:
-        return models.models_url(base_url)
-
-    def model_ids(self, body: bytes) -> list[str]:
-        return models.model_ids(body)
+    count_tokens_request = staticmethod(request.count_tokens_request)
+    encode_token_count = staticmethod(models.encode_token_count)
+    lists_models = staticmethod(models.lists_models)
+    encode_model_list = staticmethod(models.encode_model_list)
+    models_url = staticmethod(models.models_url)
+    model_ids = staticmethod(models.model_ids)
 
     # ---- pass-through
-    def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
-        return epilogue.stream_epilogue(tail, error)
+    stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 
 CODEC: Codec = GeminiGenerateContentCodec()

@@ -22,7 +22,7 @@ def lists_models(path: str, headers: list[tuple[bytes, bytes]], query: bytes) ->
     return any(k == b"x-goog-api-key" for k, _ in headers) or b"key=" in query
 
 
-def encode_model_list(names: list[str]) -> bytes:
+def encode_model_list(names: list[str], query: bytes) -> bytes:
     models = [
         {"name": f"models/{n}", "displayName": n, "supportedGenerationMethods": _METHODS}
         for n in names

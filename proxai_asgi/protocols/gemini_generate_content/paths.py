@@ -11,7 +11,7 @@ used as it is) plus the same shape, ``?alt=sse`` for a stream.
 from __future__ import annotations
 
 from ...client_values import check_model_segment
-from ...codec import PathCall
+from ...codec import PathCall, Served
 
 VERSIONS = ("v1beta", "v1")
 DEFAULT_VERSION = "v1beta"
@@ -38,6 +38,12 @@ def path_call(path: str) -> PathCall | None:
     return PathCall(model=model, stream=stream, action=action)  # type: ignore[arg-type]
 
 
+def serves(path: str) -> Served | None:
+    """The method a client path names, with the call its URL names."""
+    call = path_call(path)
+    return None if call is None else Served(call.action, call)
+
+
 def is_models_path(path: str) -> bool:
     """``GET /v1beta/models`` (Google's listing; ``/v1/models`` is OpenAI's too and is
     answered in Google's shape only when the client sends a Google key)."""
@@ -50,7 +56,7 @@ def versioned(base_url: str) -> str:
     return base_url.rstrip("/") + "/" + DEFAULT_VERSION
 
 
-def upstream_url(base_url: str, call: PathCall | None) -> str:
+def upstream_url(base_url: str, call: PathCall | None = None) -> str:
     """The URL (or, with ``base_url=""``, the path) of a call; a model that is not one
     path segment is a 400, whoever named it (a client's path or body, a route)."""
     if call is None:
@@ -62,3 +68,8 @@ def upstream_url(base_url: str, call: PathCall | None) -> str:
     return f"{versioned(base_url)}/models/{call.model}:{method}" + (
         "?alt=sse" if call.stream else ""
     )
+
+
+def inner_path(call: PathCall | None = None) -> str:
+    """The path an in-process upstream is called on: the URL without a base."""
+    return upstream_url("", call)

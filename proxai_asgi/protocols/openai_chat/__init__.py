@@ -1,18 +1,14 @@
-"""OpenAI Chat Completions codec."""
+"""OpenAI Chat Completions codec: ``CODEC`` declares which module does each part of
+``proxai_asgi.codec.Codec``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ... import canonical as c
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
-from ...errors import ProxyError, TranslationReport
-from ...stream_tail import StreamTail
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue as _epilogue
-from . import request as _request
-from . import response as _response
+from . import epilogue, request, response
 from .errors import decode_openai_error, encode_openai_error
 from .stream import ChatStreamDecoder, ChatStreamEncoder
 
@@ -33,41 +29,20 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
         return options.native_custom_tools
 
     # ---- client side
-    def decode_request(self, body: bytes, report: TranslationReport) -> c.Request:
-        return _request.decode_request(body, report)
-
-    def encode_response(self, response: c.Response, request: c.Request) -> bytes:
-        return _response.encode_response(response, request)
-
-    def stream_encoder(self, request: c.Request) -> ChatStreamEncoder:
-        return ChatStreamEncoder(request)
-
-    def encode_error(self, error: ProxyError) -> bytes:
-        return encode_openai_error(error)
+    decode_request = staticmethod(request.decode_request)
+    encode_response = staticmethod(response.encode_response)
+    stream_encoder = ChatStreamEncoder
+    encode_error = staticmethod(encode_openai_error)
 
     # ---- upstream side
-    def encode_request(
-        self, request: c.Request, report: TranslationReport, options: UpstreamOptions
-    ) -> bytes:
-        return _request.encode_request(request, report, options)
-
-    def decode_response(self, body: bytes) -> c.Response:
-        return _response.decode_response(body)
-
-    def stream_decoder(self) -> ChatStreamDecoder:
-        return ChatStreamDecoder()
-
-    def decode_error(self, status: int, body: bytes) -> ProxyError:
-        return decode_openai_error(status, body)
-
-    def rate_limit_headers(
-        self, upstream_headers: list[tuple[bytes, bytes]], *, exhausted: bool
-    ) -> list[tuple[bytes, bytes]]:
-        return ratelimit.for_openai_client(upstream_headers, exhausted=exhausted)
+    encode_request = staticmethod(request.encode_request)
+    decode_response = staticmethod(response.decode_response)
+    stream_decoder = ChatStreamDecoder
+    decode_error = staticmethod(decode_openai_error)
+    rate_limit_headers = staticmethod(ratelimit.for_openai_client)
 
     # ---- pass-through
-    def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
-        return _epilogue.stream_epilogue(tail, error)
+    stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 
 CODEC: Codec = ChatCompletionsCodec()
