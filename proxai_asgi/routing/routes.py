@@ -8,9 +8,9 @@ from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatchcase
 from urllib.parse import SplitResult, urlsplit
 
-from .client_values import is_path_segment
-from .codec import PROTOCOLS, PathCall, ProtocolName
-from .settings import UpstreamOptions
+from ..client_values import is_path_segment
+from ..codec import PROTOCOLS, PathCall, ProtocolName
+from ..settings import UpstreamOptions
 
 # ``urlsplit`` keeps its last 128 results (an ``lru_cache`` keyed by the URL, of any
 # size); these URLs name the client's model, so they are split without it (the lean
@@ -48,7 +48,7 @@ class Upstream(UpstreamOptions):
     @property
     def model_in_path(self) -> bool:
         """The model goes into this upstream's URL (Gemini): it must be one segment."""
-        from .protocols import get_codec
+        from ..protocols import get_codec
 
         return get_codec(self.protocol).model_in_path
 
@@ -73,13 +73,13 @@ class Upstream(UpstreamOptions):
     def url_for(self, call: PathCall | None) -> str:
         """The upstream URL for a call; a path-addressed protocol (Gemini) puts the
         (routed, rewritten) model and the stream flag in it."""
-        from .protocols import get_codec
+        from ..protocols import get_codec
 
         return get_codec(self.protocol).upstream_url(self.base_url or "", call)
 
     def path_for(self, call: PathCall | None) -> tuple[str, bytes]:
         """Path and query string an inner-app upstream is called on."""
-        from .protocols import get_codec
+        from ..protocols import get_codec
 
         if self.inner_path:
             return self.inner_path, b""
