@@ -1,11 +1,11 @@
-"""proxai_asgi: any of the three LLM client protocols against any upstream.
+"""proxai_asgi: any of the four LLM client protocols against any upstream.
 
 from proxai_asgi import ProxaiMiddleware, Upstream, Route
 """
 
 from .errors import ProxyError
 from .middleware import ProxaiMiddleware
-from .routing import Route, Upstream
+from .routing import Fallback, Route, Upstream
 
-__all__ = ["ProxaiMiddleware", "ProxyError", "Route", "Upstream"]
+__all__ = ["Fallback", "ProxaiMiddleware", "ProxyError", "Route", "Upstream"]
 __version__ = "0.1.0"

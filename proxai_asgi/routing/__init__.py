@@ -2,6 +2,6 @@
 keeps answering when one fails — failure classes, key pools, fallbacks, cooldowns and
 session affinity."""
 
-from .routes import Route, Router, Upstream, split_url
+from .routes import Fallback, Route, Router, Upstream, split_url
 
-__all__ = ["Route", "Router", "Upstream", "split_url"]
+__all__ = ["Fallback", "Route", "Router", "Upstream", "split_url"]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass, field
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
 from fnmatch import fnmatchcase
 from urllib.parse import SplitResult, urlsplit
 
@@ -25,15 +26,18 @@ class Upstream(UpstreamOptions):
     ``base_url`` is taken as that protocol's official SDK takes it: OpenAI protocols
     include the version (``https://api.openai.com/v1``), Anthropic does not
     (``https://api.anthropic.com``). ``api_key=None`` forwards the client's own
-    credential (in the upstream's scheme).
+    credential (in the upstream's scheme); a sequence of keys is a pool: each request
+    uses one of them (``members``), and a key that fails is cooled down.
     """
 
     protocol: ProtocolName
     base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | Sequence[str] | None = field(default=None, repr=False)
     _: KW_ONLY
     inner: bool = False  # the wrapped ASGI app is the upstream
     inner_path: str | None = None
+    # Set on the members of a pool (``members``): which key of the pool this is.
+    key_index: int = field(default=0, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -43,7 +47,52 @@ class Upstream(UpstreamOptions):
             object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
         elif not self.inner:
             raise ValueError("an HTTP upstream needs a base_url")
-        _check_sendable(self.api_key, self.headers)
+        keys = self.api_key
+        if keys is not None and not isinstance(keys, str):
+            keys = tuple(keys)
+            if not keys or not all(isinstance(k, str) and k for k in keys):
+                raise ValueError("api_key: a pool is a non-empty sequence of non-empty keys")
+            if len(set(keys)) != len(keys):
+                raise ValueError("api_key: the pool names one key twice")
+            object.__setattr__(self, "api_key", keys[0] if len(keys) == 1 else keys)
+        for key in self.keys:
+            _check_sendable(key, self.headers)
+        object.__setattr__(self, "_members", self._make_members())
+
+    @property
+    def keys(self) -> tuple[str | None, ...]:
+        """The keys requests may use: one, a pool, or (None) the client's own."""
+        k = self.api_key
+        return (None,) if k is None else (k,) if isinstance(k, str) else tuple(k)
+
+    @property
+    def key(self) -> str | None:
+        """The one key a request to this upstream sends (a pool's member has one)."""
+        k = self.api_key
+        return k if k is None or isinstance(k, str) else k[0]
+
+    @property
+    def members(self) -> tuple[Upstream, ...]:
+        """One upstream per key of the pool (just this one without a pool), made once:
+        an attempt sends to a member, whose ``api_key`` is a single key."""
+        members: tuple[Upstream, ...] = self.__dict__["_members"]
+        return members
+
+    def _make_members(self) -> tuple[Upstream, ...]:
+        if isinstance(self.api_key, str) or self.api_key is None:
+            return (self,)
+        return tuple(
+            replace(self, api_key=k, key_index=i, name=self.name) for i, k in enumerate(self.api_key)
+        )
+
+    @property
+    def key_id(self) -> str:
+        """A key's name for logs, ledgers and shared state: a short hash, never the key
+        ("client" when the client's own credential is forwarded)."""
+        key = self.key
+        if key is None:
+            return "client"
+        return "k-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
     @property
     def model_in_path(self) -> bool:
@@ -110,24 +159,48 @@ _KEY_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """An upstream tried, in order, once the route's own upstream (every key of it)
+    has failed before the answer's first content; ``model=None`` keeps the routed
+    model. It may speak another protocol than the route's upstream: the request is
+    translated for it."""
+
+    upstream: Upstream
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_model_for(self.upstream, self.model, "Fallback.model")
+
+
+@dataclass(frozen=True)
 class Route:
     """Send requests whose model matches ``model`` (a glob) to ``upstream``,
-    optionally asking the upstream for ``model_rewrite`` instead."""
+    optionally asking the upstream for ``model_rewrite`` instead; ``fallbacks`` are
+    tried in order when it fails."""
 
     model: str
     upstream: Upstream
     model_rewrite: str | None = None
+    fallbacks: Sequence[Fallback] = ()
 
     def __post_init__(self) -> None:
-        rewrite = self.model_rewrite
-        if rewrite is not None and self.upstream.model_in_path and not is_path_segment(rewrite):
-            raise ValueError(
-                f"model_rewrite {rewrite!r}: the upstream puts the model into its URL, so it "
-                "must be letters, digits, '.', '_', '-', ':' and '@' only"
-            )
+        _check_model_for(self.upstream, self.model_rewrite, "model_rewrite")
+        fallbacks = tuple(self.fallbacks)
+        for f in fallbacks:
+            if not isinstance(f, Fallback):
+                raise TypeError(f"fallbacks: expected Fallback entries, got {type(f).__name__}")
+        object.__setattr__(self, "fallbacks", fallbacks)
 
     def matches(self, model: str) -> bool:
         return fnmatchcase(model, self.model)
+
+
+def _check_model_for(up: Upstream, model: str | None, what: str) -> None:
+    if model is not None and up.model_in_path and not is_path_segment(model):
+        raise ValueError(
+            f"{what} {model!r}: the upstream puts the model into its URL, so it "
+            "must be letters, digits, '.', '_', '-', ':' and '@' only"
+        )
 
 
 class Router:

@@ -15,9 +15,9 @@ MIN_MASKED = 12
 
 def maskable_key(up: Upstream | None) -> bytes | None:
     """The configured key of ``up`` to mask, if it has one long enough."""
-    if up is None or not up.api_key or len(up.api_key) < MIN_MASKED:
+    if up is None or not up.key or len(up.key) < MIN_MASKED:
         return None
-    return up.api_key.encode()
+    return up.key.encode()
 
 
 def mask(data: bytes, secret: bytes) -> bytes:

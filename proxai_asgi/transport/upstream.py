@@ -149,7 +149,7 @@ def upstream_headers(
         out.append((k, v))
 
     credential = (
-        upstream.api_key.encode() if upstream.api_key else client_credential(client_headers)
+        upstream.key.encode() if upstream.key else client_credential(client_headers)
     )
     if passthrough and upstream.api_key is None:
         # Same protocol, no key of ours: the client's credential headers go as they are.
