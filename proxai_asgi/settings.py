@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from .transport.tls import Verify
 
 ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+# How an answer cut after its first content is finished on this upstream: asked to
+# continue from the text already sent (an assistant prefill), asked again with only
+# what extends that text released ("restart"), or not at all ("off": the client gets
+# its protocol's terminal error). None: what the protocol's upstreams generally accept.
+Continuation = Literal["prefill", "restart", "off"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +33,23 @@ class UpstreamOptions:
     connect_timeout: float = 10.0
     read_timeout: float = 600.0  # waiting for headers, and between body chunks
     stream_idle_timeout: float = 300.0  # no upstream bytes for this long mid-stream
+    # No content (headers, then a first text, thinking or tool event; keep-alives do
+    # not count) this long after sending: when the route has another key or fallback,
+    # it is started beside this one and the first to answer wins. Alone, the upstream
+    # is waited for up to read_timeout (a reasoning model may think for minutes).
+    first_content_timeout: float = 10.0
+    # Failures of the target (429, 5xx, overloaded, refused or reset connections,
+    # timeouts): retried on the same key this many times, with jittered backoff that
+    # honours retry-after, while the waits stay within retry_budget seconds; a
+    # retry-after longer than max_retry_after moves on at once.
+    max_retries: int = 2
+    retry_budget: float = 20.0
+    max_retry_after: float = 30.0
+    # How long a failing key (401, 403, 402, quota) and a failing target (after its
+    # retries) are skipped before they are tried again.
+    key_cooldown: float = 600.0
+    target_cooldown: float = 15.0
+    continuation: Continuation | None = None
     tool_stall_timeout: float = 120.0  # ...or this long while tool arguments are half sent
     # Anthropic requires max_tokens: sent when the client gave no limit.
     default_max_tokens: int = 4096
@@ -47,6 +69,12 @@ class UpstreamOptions:
     cache_breakpoints: bool = True
 
     def __post_init__(self) -> None:
+        if self.continuation not in (None, "prefill", "restart", "off"):
+            raise ValueError(
+                f"continuation: must be prefill, restart or off, not {self.continuation!r}"
+            )
+        if self.max_retries < 0:
+            raise ValueError("max_retries: must be 0 or more")
         if self.chat_max_tokens_field not in ("max_completion_tokens", "max_tokens"):
             raise ValueError(
                 "chat_max_tokens_field: must be max_completion_tokens or max_tokens, not "
