@@ -11,13 +11,12 @@ paths are whose comes from the codec registry; nothing here knows a wire format.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 import anyio
 
 from . import checks
-from .codec import Action, Codec, PathCall
+from .codec import Action, Codec
 from .errors import ProxyError
 from .protocols import all_codecs, model_listing
 from .responses_state import (
@@ -27,6 +26,7 @@ from .responses_state import (
 )
 from .routing import Route, Router, Upstream
 from .serving import endpoints
+from .serving.context import Context
 from .serving.exchange import JSON_HEADER, Exchange, Handler
 from .serving.generate import compact, generate
 from .serving.origins import OriginPolicy, preflight_headers, with_cors
@@ -36,11 +36,9 @@ from .transport.upstream import (
     ASGIApp,
     HttpTransport,
     Message,
-    RawHeaders,
     Receive,
     Scope,
     Send,
-    UpstreamResponse,
 )
 
 if TYPE_CHECKING:
@@ -159,6 +157,19 @@ class ProxaiMiddleware:
         self.stored = stored_responses.StoredResponses(
             store, secret=store_secret, owner=store_owner
         )
+        # What the responders read (``serving.context``), never the middleware itself.
+        self.context = Context(
+            app,
+            self.router,
+            self.stored,
+            self.http,
+            self.transports,
+            self.limiter,
+            max_body_size,
+            body_timeout,
+            max_json_depth,
+            queue_timeout,
+        )
 
     def _local(self, scope: Scope) -> str:
         """The request path below the mount point ("" when outside it)."""
@@ -177,7 +188,7 @@ class ProxaiMiddleware:
                     admitted = await self._admit(scope, send, codec)
                     if admitted is None:
                         return
-                    ex = Exchange(self, codec, scope, receive, admitted, found.call)
+                    ex = Exchange(self.context, codec, scope, receive, admitted, found.call)
                     await ex.run(_HANDLERS[found.action])
                     return
         elif kind == "http" and scope["method"] in ("GET", "DELETE"):
@@ -186,7 +197,7 @@ class ProxaiMiddleware:
             if stored is not None:
                 admitted = await self._admit(scope, send, stored_endpoints.stateful_codec())
                 if admitted is not None:
-                    await stored_endpoints.endpoint(self, scope, receive, admitted, *stored)
+                    await stored_endpoints.endpoint(self.context, scope, receive, admitted, *stored)
                 return
             if scope["method"] == "GET" and self._lists_models(path):
                 admitted = await self._admit(scope, send, self._listing(scope, path))
@@ -257,31 +268,9 @@ class ProxaiMiddleware:
 
     async def _models(self, scope: Scope, send: Send, path: str) -> None:
         body = await endpoints.list_models(
-            self, scope.get("headers", []), scope.get("query_string", b""), path
+            self.context, scope.get("headers", []), scope.get("query_string", b""), path
         )
         await _json(send, 200, body)
-
-    def open_upstream(
-        self,
-        scope: Scope,
-        up: Upstream,
-        headers: RawHeaders,
-        body: bytes,
-        call: PathCall | None,
-        *,
-        raw: bool,
-        get: str | None = None,
-    ) -> AbstractAsyncContextManager[UpstreamResponse]:
-        """The request through the transport ``self.transports`` chooses for ``up``.
-        ``get`` asks an HTTP upstream for that URL (a side endpoint) instead of posting."""
-        if get is not None:
-            url: str | None = get
-            method = b"GET"
-        else:
-            url = None if up.inner else up.url_for(call)
-            method = b"POST"
-        transport = self.transports.choose(up, url, scope, call)
-        return transport.open(up, headers, body, raw=raw, url=url, method=method)
 
     def _lifespan_send(self, send: Send) -> Send:
         async def wrapped(message: Message) -> None:

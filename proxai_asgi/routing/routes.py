@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -82,7 +82,7 @@ class Upstream(UpstreamOptions):
         if isinstance(self.api_key, str) or self.api_key is None:
             return (self,)
         return tuple(
-            replace(self, api_key=k, key_index=i, name=self.name) for i, k in enumerate(self.api_key)
+            replace(self, api_key=k, key_index=i) for i, k in enumerate(self.api_key)
         )
 
     @property

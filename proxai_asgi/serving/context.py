@@ -1,11 +1,13 @@
-"""What a responder reads of the middleware serving it: a small context, so that no
-responder imports the middleware (the import graph stays a tree of layers) and the
-routing work can hand responders something else. ``ProxaiMiddleware`` is one."""
+"""What a responder is given to serve one request: a small context the middleware
+builds once, so that no responder imports the middleware (the import graph stays a
+tree of layers) and a responder reads only what it needs: the wrapped app, the
+routes, the transports, the stored conversations, the routing state and the limits."""
 
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import anyio
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
     )
 
 
-class Context(Protocol):
+@dataclass(slots=True, eq=False)
+class Context:
     app: ASGIApp  # the wrapped app: other paths, and the upstream of ``inner_app`` routes
     router: Router
     stored: StoredResponses
@@ -46,5 +49,13 @@ class Context(Protocol):
         raw: bool,
         get: str | None = None,
     ) -> AbstractAsyncContextManager[UpstreamResponse]:
-        """The upstream request through the transport ``transports`` chooses for ``up``."""
-        ...
+        """The request through the transport ``transports`` chooses for ``up``.
+        ``get`` asks an HTTP upstream for that URL (a side endpoint) instead of posting."""
+        if get is not None:
+            url: str | None = get
+            method = b"GET"
+        else:
+            url = None if up.inner else up.url_for(call)
+            method = b"POST"
+        transport = self.transports.choose(up, url, scope, call)
+        return transport.open(up, headers, body, raw=raw, url=url, method=method)
