@@ -231,6 +231,11 @@ class Codec(Protocol):
         ...
 
     # ---- pass-through
+    def stream_complete(self, tail: StreamTail) -> bool:
+        """Whether a relayed stream reached its successful end (routing continues an
+        answer that did not; an upstream's own terminal error is not one)."""
+        ...
+
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
         """What a relayed stream of this protocol still needs at its end: nothing when
         it reached its terminal event, else the protocol's terminal error (``error``,

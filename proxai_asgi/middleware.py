@@ -25,6 +25,7 @@ from .responses_state import (
     websocket_responses,
 )
 from .routing import Route, Router, Upstream
+from .routing.health import open_routing_state
 from .serving import endpoints
 from .serving.context import Context
 from .serving.exchange import JSON_HEADER, Exchange, Handler
@@ -169,6 +170,7 @@ class ProxaiMiddleware:
             body_timeout,
             max_json_depth,
             queue_timeout,
+            open_routing_state(store),
         )
 
     def _local(self, scope: Scope) -> str:
@@ -286,6 +288,7 @@ class ProxaiMiddleware:
         if self.lean is not None:
             await self.lean.aclose()
         await self.stored.aclose()
+        await self.context.routing.aclose()
 
 
 def _has_origin(scope: Scope) -> bool:

@@ -147,16 +147,19 @@ class StreamTranslator:
     __slots__ = (
         "_decoder",
         "_encoder",
+        "_hold_errors",
         "_open_tools",
         "_sse",
         "_unwrap",
+        "content",
         "done",
         "error",
+        "failed",
         "model",
         "usage",
     )
 
-    def __init__(self, translation: Translation) -> None:
+    def __init__(self, translation: Translation, *, hold_errors: bool = False) -> None:
         self._sse = SSEDecoder()
         self._decoder = translation.target.stream_decoder()
         self._encoder: StreamEncoder = translation.client.stream_encoder(translation.request)
@@ -169,6 +172,14 @@ class StreamTranslator:
         self.error: ProxyError | None = None
         self.model: str | None = None
         self.usage: c.Usage | None = None
+        # Whether the answer's content (a block, or its end) has been emitted: routing
+        # holds the bytes back until then, and fails over when the stream fails first.
+        self.content = False
+        # ``hold_errors``: a failure (the upstream's error event, a stream that cannot
+        # be read) is not encoded but kept in ``failed``, for routing to fail over or
+        # continue the answer; ``fail`` then ends the stream if nothing can.
+        self._hold_errors = hold_errors
+        self.failed: c.StreamError | None = None
 
     @property
     def tool_open(self) -> bool:
@@ -216,10 +227,12 @@ class StreamTranslator:
         return bytes(out)
 
     def fail(self, error: ProxyError) -> bytes:
-        """End the stream with ``error`` (a stall, a broken connection)."""
-        if self.done:
+        """End the stream with ``error`` (a stall, a broken connection, or the failure
+        held back by ``hold_errors``)."""
+        if self.done and self.failed is None:
             return b""
         self.done = True
+        self.failed = None
         return self._error_bytes(error)
 
     # ------------------------------------------------------------------ inside
@@ -258,10 +271,16 @@ class StreamTranslator:
             if kind is _DELTA and unwrap is None:  # the hot path: nothing to note
                 out += encode(ev)
                 continue
-            if kind is _START and cast(c.BlockStart, ev).kind == "tool_call":
-                self._open_tools.add(cast(c.BlockStart, ev).index)
+            if kind is _START:
+                self.content = True
+                if cast(c.BlockStart, ev).kind == "tool_call":
+                    self._open_tools.add(cast(c.BlockStart, ev).index)
             elif kind is _STOP:
                 self._open_tools.discard(cast(c.BlockStop, ev).index)
+            if kind is _ERROR and self._hold_errors:
+                self.failed = cast(c.StreamError, ev)
+                self.done = True
+                return True
             if unwrap is None:
                 out += encode(ev)
             else:
@@ -271,7 +290,7 @@ class StreamTranslator:
                 self.model = cast(c.MessageStart, ev).model
             elif kind is _FINISH:
                 self.usage = cast(c.Finish, ev).usage
-                self.done = True
+                self.content = self.done = True
                 return True
             elif kind is _ERROR:
                 self.done = True
@@ -281,9 +300,15 @@ class StreamTranslator:
     def _failure(self, exc: Exception) -> bytes:
         self.done = True
         if isinstance(exc, ProxyError):
-            return self._error_bytes(exc)
-        logger.exception("stream translation failed", exc_info=exc)
-        return self._error_bytes(ProxyError(500, "internal error in the proxy", kind="api_error"))
+            error = exc
+        else:
+            logger.exception("stream translation failed", exc_info=exc)
+            error = ProxyError(500, "internal error in the proxy", kind="api_error")
+        if self._hold_errors:
+            self.error = error
+            self.failed = c.StreamError(status=error.status, kind=error.kind, message=error.message)
+            return b""
+        return self._error_bytes(error)
 
     def _error_bytes(self, error: ProxyError) -> bytes:
         self.error = error

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..codec import PathCall
     from ..responses_state.stored_responses import StoredResponses
     from ..routing import Router, Upstream
+    from ..routing.health import RoutingState
     from ..transport.base import Transports
     from ..transport.upstream import (
         ASGIApp,
@@ -37,6 +38,7 @@ class Context:
     body_timeout: float | None
     max_json_depth: int
     queue_timeout: float
+    routing: RoutingState  # cooldowns, key health and session bindings (``routing.health``)
 
     def open_upstream(
         self,

@@ -41,6 +41,7 @@ from .key_mask import KeyMask, mask, maskable_key
 
 if TYPE_CHECKING:
     from .context import Context
+    from .failover import Attempts
 
 logger = logging.getLogger("proxai_asgi")
 
@@ -137,8 +138,11 @@ class Exchange:
         self.status = 0
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
-        self.upstream: Upstream | None = None
+        self.upstream: Upstream | None = None  # the target that answered (or was routed)
         self.model: str | None = None
+        self.requested_model: str | None = None  # the client's, before routing
+        self.request_body = b""  # the body attempts send (stored turns expanded)
+        self.routing: Attempts | None = None  # the attempts routing made
         self.stream = False
         self.dropped: list[str] = []
         self.usage: c.Usage | None = None
@@ -229,6 +233,7 @@ class Exchange:
             # upstream's URL (and matched a glob by doing so) is refused.
             check_model_segment(model)
         self.upstream = route.upstream
+        self.requested_model = head.model
         self.model = model
         self.stream = bool(head.stream)
         self.upstream_call = PathCall(model=model, stream=self.stream)

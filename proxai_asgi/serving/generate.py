@@ -8,18 +8,20 @@ from typing import TYPE_CHECKING
 
 from ..responses_state import compaction, stored_claims, stored_responses
 from ..transport.pumping import until_disconnect
+from . import attempts, failover
 from .model_rewrite import rewrite_model
-from .relaying import relay, relay_inner
-from .translating import translate
+from .relaying import relay_inner
 
 if TYPE_CHECKING:
     from .exchange import Exchange
 
 
 async def generate(ex: Exchange, body: bytes) -> None:
-    """A generation request: routed, then relayed or translated."""
+    """A generation request: routed, then relayed or translated on the route's targets
+    until one answers (``failover``)."""
     head = ex.head(body)
-    up = ex.route(head).upstream
+    route = ex.route(head)
+    up = route.upstream
     if ex.client.stateful:
         await ex.mw.stored.ready()
     if ex.client.stateful and up.protocol != ex.client.name:
@@ -35,15 +37,15 @@ async def generate(ex: Exchange, body: bytes) -> None:
         if rewritten is None:
             return
         body = rewritten
-    if up.protocol == ex.client.name:
+    ex.request_body = body
+    if up.inner and up.protocol == ex.client.name and failover.plan_of(route).single:
+        # The wrapped app in the client's protocol, alone: the request goes down the
+        # ASGI chain as it came (a routed model aside).
         if ex.model != head.model and not ex.client.model_in_path:
-            body = rewrite_model(body, ex.model or "")  # a path-addressed model is in the URL
-        if up.inner:
-            await relay_inner(ex, body)
-        else:
-            await until_disconnect(ex.receive, relay(ex, up, body))
-    else:
-        await until_disconnect(ex.receive, translate(ex, up, body))
+            body = rewrite_model(body, ex.model or "")
+        await relay_inner(ex, body)
+        return
+    await until_disconnect(ex.receive, failover.serve(ex, route, body, attempts.attempt))
 
 
 async def compact(ex: Exchange, body: bytes) -> None:

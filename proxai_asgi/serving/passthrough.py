@@ -94,6 +94,10 @@ class PassthroughRelay:
             self._received += len(data)
         await self._body(data, True)
 
+    def complete(self) -> bool:
+        """Whether the stream relayed so far reached its protocol's successful end."""
+        return self._tail is not None and self._codec.stream_complete(self._tail)
+
     async def end(self) -> None:
         """The upstream body ended normally."""
         if self._error_body is not None:

@@ -102,7 +102,8 @@ def test_upstream_error_keeps_status_and_message_in_the_client_shape_on_both_tra
     fake.push(
         Reply(status, [("content-type", "application/json")], [upstream_error(upstream, status)])
     )
-    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    # No retries here (this is about the error's shape; tests/routing/ retries).
+    proxy = stack.proxy(fake, upstream, inner=inner, max_retries=0)  # type: ignore[arg-type]
     path, body = client_request(client, stream)
     r = httpx.post(proxy + path, json=body, timeout=20)
     assert r.status_code == status

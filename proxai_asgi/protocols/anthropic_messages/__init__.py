@@ -61,6 +61,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     model_ids = staticmethod(models.model_ids)
 
     # ---- pass-through
+    stream_complete = staticmethod(epilogue.stream_complete)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -11,6 +11,11 @@ from .stream import AnthropicStreamEncoder
 _TERMINAL = frozenset({"message_stop", "error"})
 
 
+def stream_complete(tail: StreamTail) -> bool:
+    frames = tail.last_frames()
+    return bool(frames) and frames[-1].event == "message_stop"
+
+
 def stream_epilogue(tail: StreamTail, error: ProxyError | None) -> bytes:
     frames = tail.last_frames()
     if frames and frames[-1].event in _TERMINAL:

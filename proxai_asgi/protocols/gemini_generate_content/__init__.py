@@ -58,6 +58,7 @@ class GeminiGenerateContentCodec:
     model_ids = staticmethod(models.model_ids)
 
     # ---- pass-through
+    stream_complete = staticmethod(epilogue.stream_complete)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -12,6 +12,12 @@ from .stream import GeminiStreamEncoder
 _ENDINGS = (b'"finishReason"', b'"blockReason"', b'"error"')
 
 
+def stream_complete(tail: StreamTail) -> bool:
+    frames = tail.last_frames()
+    last = frames[-1].data if frames else b""
+    return b'"error"' not in last and any(mark in last for mark in _ENDINGS)
+
+
 def stream_epilogue(tail: StreamTail, error: ProxyError | None) -> bytes:
     frames = tail.last_frames()
     if frames and any(mark in frames[-1].data for mark in _ENDINGS):

@@ -42,6 +42,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     rate_limit_headers = staticmethod(ratelimit.for_openai_client)
 
     # ---- pass-through
+    stream_complete = staticmethod(epilogue.stream_complete)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

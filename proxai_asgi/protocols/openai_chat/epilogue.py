@@ -28,6 +28,10 @@ class _End(enum.Enum):
     CUT = "cut"  # anything else
 
 
+def stream_complete(tail: StreamTail) -> bool:
+    return _how_it_ended(tail.last_frames()) in (_End.DONE, _End.FINISHED)
+
+
 def stream_epilogue(tail: StreamTail, error: ProxyError | None) -> bytes:
     end = _how_it_ended(tail.last_frames())
     if end is _End.DONE:

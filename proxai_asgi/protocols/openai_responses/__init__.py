@@ -43,6 +43,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     rate_limit_headers = staticmethod(ratelimit.for_openai_client)
 
     # ---- pass-through
+    stream_complete = staticmethod(epilogue.stream_complete)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -21,6 +21,11 @@ _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
 
 
+def stream_complete(tail: StreamTail) -> bool:
+    frames = tail.last_frames()
+    return bool(frames) and frames[-1].event in ("response.completed", "response.incomplete")
+
+
 def stream_epilogue(tail: StreamTail, error: ProxyError | None) -> bytes:
     frames = tail.last_frames()
     last = frames[-1] if frames else None

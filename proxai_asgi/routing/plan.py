@@ -1,0 +1,127 @@
+"""The targets one request may be sent to, in the order they are tried.
+
+A route's own upstream comes first (each key of its pool is a target), then its
+fallbacks in order. Within one upstream, the key a session is bound to comes first
+(its prompt cache is warm), other sessions start on a key chosen by their hash so
+new sessions spread over the pool; targets cooled down are tried only when nothing
+else is left, soonest to recover first. A route with one upstream, one key and no
+fallback has a one-target plan and never asks the shared state anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from .routes import Route, Upstream
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One upstream with one key, asked for ``model``."""
+
+    upstream: Upstream  # a pool member: ``api_key`` is one key (or None)
+    model: str
+    fallback_index: int  # 0: the route's own upstream; n: its n-th fallback
+
+    @property
+    def member(self) -> str:
+        """This key on this upstream: what a binding names and a 429 cools."""
+        return member_name(self.upstream)
+
+    @property
+    def provider(self) -> str:
+        """This upstream, whichever key: what an outage (5xx, overload) cools."""
+        return upstream_name(self.upstream)
+
+
+def upstream_name(up: Upstream) -> str:
+    where = "inner" if up.inner else (up.base_url or "")
+    digest = hashlib.blake2b(f"{up.protocol} {where}".encode(), digest_size=8).hexdigest()
+    return "u-" + digest
+
+
+def member_name(up: Upstream) -> str:
+    return f"{upstream_name(up)}.{up.key_id}"
+
+
+class RoutePlan:
+    """What a route offers: every target in configured order (made once per route)."""
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+
+    @cached_property
+    def groups(self) -> tuple[tuple[Upstream, str | None, int], ...]:
+        """(upstream, model to ask, fallback index) in order; model None: the routed."""
+        own = (self.route.upstream, None, 0)
+        rest = tuple((f.upstream, f.model, i + 1) for i, f in enumerate(self.route.fallbacks))
+        return (own, *rest)
+
+    @cached_property
+    def single(self) -> bool:
+        """One target only: nothing to choose, no state to consult."""
+        return len(self.groups) == 1 and len(self.route.upstream.members) == 1
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """Every member and provider name, asked of the shared state in one go."""
+        out: list[str] = []
+        for up, _, _ in self.groups:
+            out.append(upstream_name(up))
+            out.extend(member_name(m) for m in up.members)
+        return tuple(dict.fromkeys(out))
+
+    def targets(
+        self,
+        model: str,
+        cooled: Mapping[str, float] = {},
+        bound: str | None = None,
+        session: str | None = None,
+    ) -> list[Target]:
+        """The targets in the order to try them (``model``: the routed model)."""
+        ready: list[Target] = []
+        later: list[tuple[float, int, Target]] = []
+        for up, fallback_model, index in self.groups:
+            members = _rotated(up.members, bound, session)
+            provider_wait = cooled.get(upstream_name(up), 0.0)
+            for m in members:
+                target = Target(m, fallback_model or model, index)
+                wait = max(provider_wait, cooled.get(member_name(m), 0.0))
+                if wait > 0:
+                    later.append((wait, len(later), target))
+                else:
+                    ready.append(target)
+        later.sort()
+        return ready + [t for _, _, t in later]
+
+
+def _rotated(members: Sequence[Upstream], bound: str | None, session: str | None) -> list[Upstream]:
+    """The pool's keys, starting with the bound one, else one chosen by the session."""
+    if len(members) == 1:
+        return list(members)
+    start = 0
+    if bound is not None:
+        for i, m in enumerate(members):
+            if member_name(m) == bound:
+                start = i
+                break
+        else:
+            start = _spread(session, len(members))
+    else:
+        start = _spread(session, len(members))
+    return list(members[start:]) + list(members[:start])
+
+
+_counter = [0]
+
+
+def _spread(session: str | None, n: int) -> int:
+    """A session's first key: from its hash, so it is the same on every instance; a
+    request with no session takes the next key in turn."""
+    if session is not None:
+        return int(session[:8], 16) % n
+    _counter[0] = (_counter[0] + 1) % n
+    return _counter[0]

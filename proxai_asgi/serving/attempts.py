@@ -1,0 +1,323 @@
+"""One attempt of a generation request on one target, held back until the answer's
+first content so that a failure before it can go to another target unseen.
+
+Same protocol on both sides, the answer's bytes are relayed untouched
+(``passthrough.PassthroughRelay`` ends the exchange); the events before the first
+content are read with the protocol's own stream decoder only to find where the
+content starts (``Preamble``), then released as they came. Two protocols, the answer
+goes through ``pipeline``'s translators, whose output is held the same way. Either
+way an attempt returns ``Failed`` (nothing was sent) or None (it answered, or lost
+the race to another attempt). A stream cut after its content started is finished by
+``continuing`` where it can be.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from .. import canonical as c
+from .. import pipeline
+from ..codec import Codec, PathCall
+from ..errors import ProxyError
+from ..protocols import get_codec
+from ..responses_state.stored_responses import Turn
+from ..routing.failures import Failure, classify_exception, classify_status, classify_stream_error
+from ..sse import SSEDecoder
+from ..transport.pumping import pump
+from ..transport.upstream import RawHeaders, UpstreamResponse, client_headers_from_upstream
+from . import continuing
+from .failover import Failed, Race
+from .model_rewrite import rewrite_model
+from .passthrough import PassthroughRelay
+
+if TYPE_CHECKING:
+    from ..routing.plan import Target
+    from .exchange import Exchange
+
+MAX_ERROR_BODY = 1024 * 1024
+MAX_JSON_BODY = 64 * 1024 * 1024
+# A relayed stream keeps its bytes up to this size, to continue it if it is cut.
+MAX_KEPT_STREAM = 8 * 1024 * 1024
+
+SSE_HEADERS: RawHeaders = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+_CONTENT = (c.BlockStart, c.BlockDelta, c.Finish)
+
+
+class Preamble:
+    """A stream's events up to its first content (or its failure), decoded only to
+    find that point: after it, nothing more is decoded."""
+
+    __slots__ = ("_decoder", "_sse", "content", "error")
+
+    def __init__(self, codec: Codec) -> None:
+        self._sse = SSEDecoder()
+        self._decoder = codec.stream_decoder()
+        self.content = False
+        self.error: c.StreamError | None = None
+
+    def feed(self, data: bytes) -> bool:
+        """True once the content started or the stream failed (``error``)."""
+        try:
+            for frame in self._sse.decode(data):
+                for ev in self._decoder.feed(frame):
+                    if isinstance(ev, _CONTENT):
+                        self.content = True
+                        return True
+                    if isinstance(ev, c.StreamError):
+                        self.error = ev
+                        return True
+        except ProxyError as err:
+            self.error = c.StreamError(status=err.status, kind=err.kind, message=err.message)
+            return True
+        return False
+
+
+def _now() -> float:
+    return time.time()
+
+
+async def attempt(race: Race, target: Target) -> Failed | None:
+    """``target`` asked for the answer; the failure before its first content, if any."""
+    ex = race.ex
+    try:
+        if target.upstream.protocol == ex.client.name and not isinstance(ex.turn, Turn):
+            return await _relay(race, target)
+        return await _translate(race, target)
+    except ProxyError as err:
+        if ex.started:
+            raise
+        failure = classify_exception(err) or Failure("target", err.status, err.message)
+        if err.status in (400, 404, 413, 422) and err.kind == "invalid_request":
+            failure = Failure("request", err.status, err.message)
+        return Failed(target, failure, _answer(ex, target, err))
+
+
+def _answer(ex: Exchange, target: Target, err: ProxyError) -> continuing.Respond:
+    async def respond() -> None:
+        ex.upstream = target.upstream
+        await ex.fail(err)
+
+    return respond
+
+
+def _call(ex: Exchange, target: Target) -> PathCall:
+    return PathCall(model=target.model, stream=ex.stream)
+
+
+# ---------------------------------------------------------------- same protocol
+
+
+async def _relay(race: Race, target: Target) -> Failed | None:
+    ex = race.ex
+    up = target.upstream
+    body = ex.request_body
+    if target.model != ex.requested_model and not ex.client.model_in_path:
+        body = rewrite_model(body, target.model)
+    async with ex.open(up, body, passthrough=True, call=_call(ex, target)) as resp:
+        headers = client_headers_from_upstream(resp.headers, passthrough=True)
+        if not 200 <= resp.status < 300:
+            data = await resp.read(MAX_ERROR_BODY)
+            failure = classify_status(ex.client, resp.status, resp.headers, data, _now())
+            return Failed(target, failure, _replay(ex, target, resp.status, headers, data))
+        if not resp.is_event_stream:
+            data = await resp.read(MAX_JSON_BODY)  # a cut body fails here, unseen
+            if not race.claim(target):
+                return None
+            await _replay(ex, target, resp.status, headers, data)()
+            return None
+        preamble = Preamble(ex.client)
+        held: list[bytes] = []
+
+        async def hold(chunk: bytes) -> bool:
+            held.append(chunk)
+            return preamble.feed(chunk)
+
+        await pump(resp, up, hold)
+        if preamble.error is not None:
+            failure = classify_stream_error(ex.client, preamble.error)
+            err = ProxyError(preamble.error.status, preamble.error.message, kind=preamble.error.kind)  # type: ignore[arg-type]
+            return Failed(target, failure, _answer(ex, target, err))
+        if not preamble.content:
+            err = ProxyError(502, "upstream stream ended before any content", kind="bad_gateway")
+            return Failed(target, Failure("target", 502, err.message), _answer(ex, target, err))
+        if not race.claim(target):
+            return None
+        ex.upstream = up
+        relay = PassthroughRelay(ex.client, ex.start, ex.body)
+        await relay.start(resp.status, headers)
+        kept = continuing.Kept(MAX_KEPT_STREAM)
+        for chunk in held:
+            kept.add(chunk)
+            await relay.chunk(chunk)
+
+        async def forward(chunk: bytes) -> bool:
+            kept.add(chunk)
+            await relay.chunk(chunk)
+            return False
+
+        cut: ProxyError | None = None
+        try:
+            await pump(resp, up, forward)
+        except ProxyError as err:
+            cut = err
+    # The upstream is closed: a continuation asks another (or the same) anew.
+    if cut is None and relay.complete():
+        await relay.end()
+        return None
+    error = cut or ProxyError(502, "upstream stream ended before its end", kind="bad_gateway")
+    if await continuing.relayed(race, target, kept, error):
+        return None
+    if cut is None:
+        await relay.end()
+    else:
+        await relay.fail(cut)
+    return None
+
+
+def _replay(
+    ex: Exchange, target: Target, status: int, headers: RawHeaders, data: bytes
+) -> continuing.Respond:
+    """The upstream's own answer (an error, a plain body) as a relay would send it."""
+
+    async def respond() -> None:
+        ex.upstream = target.upstream
+        relay = PassthroughRelay(ex.client, ex.start, ex.body)
+        await relay.start(status, headers)
+        if data:
+            await relay.chunk(data)
+        await relay.end()
+
+    return respond
+
+
+# ---------------------------------------------------------------- two protocols
+
+
+async def _translate(race: Race, target: Target) -> Failed | None:
+    ex = race.ex
+    up = target.upstream
+    codec = get_codec(up.protocol)
+    translation = pipeline.prepare(
+        ex.client, codec, ex.request_body, up, model=target.model, stream=ex.stream
+    )
+    if isinstance(ex.turn, Turn):  # a stored turn: the answer names what it continued,
+        translation.request.previous_response_id = ex.turn.previous_id
+        translation.request.response_id = ex.turn.response_id  # and the id it is kept under
+    async with ex.open(up, translation.body, passthrough=False, call=_call(ex, target)) as resp:
+        if not 200 <= resp.status < 300:
+            data = await resp.read(MAX_ERROR_BODY)
+            err = codec.decode_error(resp.status, data)
+            err.headers = ex.translation_headers(resp, err)
+            failure = classify_status(codec, resp.status, resp.headers, data, _now())
+            return Failed(target, failure, _answer(ex, target, err))
+        if translation.request.stream:
+            return await _stream(race, target, translation, resp)
+        return await _whole(race, target, translation, resp)
+
+
+async def _whole(
+    race: Race, target: Target, translation: pipeline.Translation, resp: UpstreamResponse
+) -> Failed | None:
+    """A client that asked for one answer: the upstream's JSON, or its stream folded;
+    an answer that cannot be read fails the attempt (``ProxyError``, caught above)."""
+    ex = race.ex
+    up = target.upstream
+    if resp.is_event_stream:
+        collector = pipeline.StreamCollector(translation)
+
+        async def collect(chunk: bytes) -> bool:
+            collector.feed(chunk)
+            return False
+
+        await pump(resp, up, collect)
+        response = collector.close()
+        out = pipeline.answer(translation, response)
+    else:
+        out, response = pipeline.translate_response(translation, await resp.read(MAX_JSON_BODY))
+    if not race.claim(target):
+        return None
+    ex.upstream = up
+    ex.dropped = translation.dropped
+    ex.usage, ex.response_model = response.usage, response.model
+    await ex.json(200, out, ex.translation_headers(resp))
+    return None
+
+
+async def _stream(
+    race: Race, target: Target, translation: pipeline.Translation, resp: UpstreamResponse
+) -> Failed | None:
+    ex = race.ex
+    up = target.upstream
+    stream = pipeline.StreamTranslator(translation, hold_errors=True)
+    if not resp.is_event_stream:
+        # The upstream ignored stream=true and answered in one piece: decoded before
+        # the client's stream starts, so a body that is no answer fails the attempt.
+        whole = translation.target.decode_response(await resp.read(MAX_JSON_BODY))
+        if not race.claim(target):
+            return None
+        _commit(ex, target, translation)
+        await ex.start(200, [*SSE_HEADERS, *ex.translation_headers(resp)])
+        await ex.body(stream.whole(whole))
+        ex.usage, ex.response_model = stream.usage, stream.model
+        await ex.body(b"", more=False)
+        return None
+    held = bytearray()
+
+    async def hold(chunk: bytes) -> bool:
+        held.extend(stream.feed(chunk))
+        return stream.content or stream.done
+
+    await pump(resp, up, hold)
+    if not stream.content:
+        if not stream.done:
+            held.extend(stream.close())
+        failed = stream.failed or c.StreamError(
+            status=502, kind="bad_gateway", message="upstream stream ended before any content"
+        )
+        if not stream.content:
+            err = ProxyError(failed.status, failed.message, kind=failed.kind)  # type: ignore[arg-type]
+            failure = classify_stream_error(translation.target, failed)
+            return Failed(target, failure, _answer(ex, target, err))
+    if not race.claim(target):
+        return None
+    _commit(ex, target, translation)
+    await ex.start(200, [*SSE_HEADERS, *ex.translation_headers(resp)])
+    if held:
+        await ex.body(bytes(held))
+
+    async def forward(chunk: bytes) -> bool:
+        out = stream.feed(chunk)
+        if out:
+            await ex.body(out)
+        return stream.done
+
+    cut: ProxyError | None = None
+    if not stream.done:
+        try:
+            await pump(resp, up, forward, lambda: stream.tool_open)
+            tail = stream.close()
+            if tail:
+                await ex.body(tail)
+        except ProxyError as err:  # a stall or a broken upstream connection
+            cut = err
+    broken = stream.failed
+    if broken is not None or cut is not None:
+        error = cut or ProxyError(broken.status, broken.message, kind=broken.kind)  # type: ignore[arg-type, union-attr]
+        if not await continuing.translated(race, target, stream, error):
+            tail = stream.fail(error)
+            if tail:
+                await ex.body(tail)
+    ex.usage, ex.response_model = stream.usage, stream.model
+    await ex.body(b"", more=False)
+    return None
+
+
+def _commit(ex: Exchange, target: Target, translation: pipeline.Translation) -> None:
+    ex.upstream = target.upstream
+    ex.dropped = translation.dropped

@@ -1,0 +1,282 @@
+"""A generation request tried on its route's targets until one answers.
+
+The targets come from ``routing.plan``: the route's own upstream (each key of its
+pool), then its fallbacks. Each attempt is held back until the answer's first
+content (``attempts.py``), so a failure before it — an error status, a refused or
+reset connection, an in-band error event, a stream that ends empty — is never seen
+by the client: the failure's class (``routing.failures``) decides what comes next.
+
+- request: the provider refused the request itself; answered as it answered.
+- context: the prompt is too long for this target; a fallback may take it.
+- key: the key is refused (revoked, no quota): cooled down long, the next key at once.
+- target: overloaded, rate-limited, broken: retried on the same key with jittered
+  backoff that honours ``retry-after`` within the route's budget, then cooled down,
+  then the next target.
+
+An attempt without content after ``first_content_timeout`` is not abandoned: the next
+target is started beside it (a hedge) and the first to answer wins, the other is
+cancelled. When every target has failed, the client gets the first target's
+(the route's own upstream's) last answer: its original error.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from ..client_values import loggable
+from ..errors import ProxyError, ResponseAborted
+from ..routing import Route
+from ..routing.affinity import session_of
+from ..routing.failures import Failure, backoff
+from ..routing.health import RoutingState
+from ..routing.plan import RoutePlan, Target
+from ..transport.upstream import client_credential
+from .exchange import Exchange
+
+logger = logging.getLogger("proxai_asgi")
+
+# A conversation stays bound to the key and target that served it this long after
+# its last request (renewed on use): about a provider's prompt-cache lifetime.
+BINDING_TTL = 3600.0
+
+Respond = Callable[[], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Failed:
+    """An attempt that failed before its answer's first content, and how the client
+    is answered if it stays the last word."""
+
+    target: Target
+    failure: Failure
+    respond: Respond
+
+
+@dataclass(slots=True)
+class Attempts:
+    """What the exchange log and the ledger say of the routing (``Exchange.routing``)."""
+
+    count: int = 0
+    failures: list[str] = field(default_factory=list)
+    served_by: Target | None = None
+
+    def note(self, target: Target, failure: Failure) -> None:
+        self.failures.append(f"{target.fallback_index}:{failure.cls}:{loggable(failure.reason)}")
+
+
+def plan_of(route: Route) -> RoutePlan:
+    plan: RoutePlan | None = route.__dict__.get("_plan")
+    if plan is None:
+        plan = RoutePlan(route)
+        route.__dict__["_plan"] = plan  # a frozen config object: made once, never changed
+    return plan
+
+
+Attempt = Callable[["Race", Target], Awaitable[Failed | None]]
+
+
+class Race:
+    """The targets of one request, tried in turn (and side by side once one is slow
+    to answer) until one commits to the answer."""
+
+    def __init__(
+        self,
+        ex: Exchange,
+        targets: list[Target],
+        attempt: Attempt,
+        state: RoutingState | None,
+        session: str | None,
+    ) -> None:
+        self.ex = ex
+        self._targets = targets
+        self._next = 0
+        self._attempt = attempt
+        self.state = state
+        self.session = session
+        self.winner: Target | None = None
+        self.failed: list[Failed] = []
+        self.answered = False  # a request-class failure was answered
+        self.record = Attempts()
+        self._chains: list[anyio.CancelScope] = []
+        self._scope_of: dict[str, anyio.CancelScope] = {}  # target member -> its chain
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._raised: BaseException | None = None
+        self._spent = 0.0  # seconds waited in backoff, against the retry budget
+
+    # ---------------------------------------------------------------- driving
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self._chain)
+        if self._raised is not None:
+            raise self._raised
+        if self.winner is None and not self.answered:
+            await self._answer_failure()
+
+    def claim(self, target: Target) -> bool:
+        """``target`` is about to send the client its answer: True for the first
+        attempt to ask, which cancels the others (no await between check and set)."""
+        if self.winner is not None or self.answered:
+            return False
+        self.winner = target
+        self.record.served_by = target
+        own = self._scope_of.get(target.member)
+        for scope in self._chains:
+            if scope is not own:  # the winner's own chain goes on to serve the answer
+                scope.cancel()
+        return True
+
+    async def _chain(self) -> None:
+        with anyio.CancelScope() as scope:
+            self._chains.append(scope)
+            try:
+                while self.winner is None and not self.answered:
+                    target = self._take()
+                    if target is None:
+                        return
+                    await self._try(target, scope)
+            except (ProxyError, ResponseAborted) as exc:
+                self._raised = exc
+            except Exception as exc:  # a bug: the exchange logs it and answers 500
+                self._raised = exc
+            finally:
+                if self._raised is not None and self._tg is not None:
+                    self._tg.cancel_scope.cancel()
+
+    def _take(self) -> Target | None:
+        if self._next >= len(self._targets):
+            return None
+        target = self._targets[self._next]
+        self._next += 1
+        return target
+
+    async def _try(self, target: Target, scope: anyio.CancelScope) -> None:
+        """One target: attempted, retried while its failures are worth retrying."""
+        up = target.upstream
+        tries = 0
+        while True:
+            self.record.count += 1
+            hedge = self._hedge_after(up.first_content_timeout)
+            self._scope_of[target.member] = scope
+            try:
+                failed = await self._attempt(self, target)
+            finally:
+                hedge.cancel()
+            if failed is None:
+                if self.winner is target:
+                    await self._served(target)
+                return
+            failure = failed.failure
+            self.failed.append(failed)
+            self.record.note(target, failure)
+            logger.info(
+                "proxai_asgi attempt failed: target=%s fallback=%d class=%s status=%s reason=%s",
+                loggable(up.label),
+                target.fallback_index,
+                failure.cls,
+                failure.status,
+                loggable(failure.reason),
+            )
+            if failure.cls == "request":
+                # The provider refused the request itself: answered as it answered.
+                if self.winner is None and not self.answered:
+                    self.answered = True
+                    await failed.respond()
+                return
+            if failure.cls == "context":
+                return  # the next target may have a larger context
+            if failure.cls == "key":
+                await self._cool(target.member, max(up.key_cooldown, failure.retry_after or 0))
+                return
+            wait = backoff(tries, failure.retry_after, random.random)
+            retry_after = failure.retry_after
+            if (
+                tries < up.max_retries
+                and (retry_after is None or retry_after <= up.max_retry_after)
+                and self._spent + wait <= up.retry_budget
+            ):
+                tries += 1
+                self._spent += wait
+                await anyio.sleep(wait)
+                continue
+            # Out of retries: a rate limit is this key's, anything else the provider's.
+            name = target.member if failure.status == 429 else target.provider
+            await self._cool(name, max(up.target_cooldown, retry_after or 0))
+            return
+
+    def _hedge_after(self, delay: float) -> anyio.CancelScope:
+        """Start the next target beside this attempt if it has no content in ``delay``."""
+        scope = anyio.CancelScope()
+        if self._next >= len(self._targets) or self._tg is None:
+            return scope
+
+        async def fire() -> None:
+            with scope:
+                await anyio.sleep(delay)
+                if self.winner is None and not self.answered and self._next < len(self._targets):
+                    logger.info("proxai_asgi: no content after %gs, trying the next target", delay)
+                    assert self._tg is not None
+                    self._tg.start_soon(self._chain)
+
+        self._tg.start_soon(fire)
+        return scope
+
+    # ----------------------------------------------------------------- state
+
+    async def _cool(self, name: str, seconds: float) -> None:
+        if self.state is not None and seconds > 0:
+            await self.state.cool(name, seconds)
+
+    async def _served(self, target: Target) -> None:
+        state = self.state
+        if state is None:
+            return
+        if any(f.target.member == target.member for f in self.failed):
+            return  # it failed before answering: its cooldown stands
+        await state.recovered(target.member)
+        if self.session is not None:
+            await state.bind(self.session, target.member, BINDING_TTL)
+
+    async def _answer_failure(self) -> None:
+        """Every target failed: the route's own upstream's last answer (the original
+        error) is what the client gets."""
+        if not self.failed:
+            raise ProxyError(502, "no upstream could be reached", kind="bad_gateway")
+        own = [f for f in self.failed if f.target.fallback_index == 0]
+        await (own or self.failed)[-1].respond()
+
+
+async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> None:
+    """Try ``route``'s targets with ``attempt`` until one answers."""
+    plan = plan_of(route)
+    model = ex.model or ""
+    if plan.single:
+        targets = plan.targets(model)
+        race = Race(ex, targets, attempt, None, None)
+    else:
+        state = ex.mw.routing
+        headers = ex.client_headers()
+        session = session_of(ex.client, headers, body, client_credential(headers))
+        cooled = await state.cooled(plan.names)
+        bound = await state.bound(session) if session is not None else None
+        race = Race(ex, plan.targets(model, cooled, bound, session), attempt, state, session)
+    ex.routing = race.record
+    started = time.perf_counter()
+    try:
+        await race.run()
+    finally:
+        if race.record.count > 1:
+            logger.info(
+                "proxai_asgi routed: attempts=%d served_by=%s failures=%s in %.1f ms",
+                race.record.count,
+                loggable(race.winner.upstream.label) if race.winner else "-",
+                ",".join(race.record.failures) or "-",
+                (time.perf_counter() - started) * 1000,
+            )
