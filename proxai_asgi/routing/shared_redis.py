@@ -152,6 +152,7 @@ class RedisRoutingState:
         backoff: float = DEFAULT_BACKOFF,
         local: MemoryRoutingState | None = None,
     ) -> None:
+        from redis.exceptions import ConnectionError as Closed
         from redis.exceptions import RedisError
 
         self._owns_client = client is None
@@ -168,6 +169,7 @@ class RedisRoutingState:
         self.timeout = timeout
         self.local = local if local is not None else MemoryRoutingState()
         self._errors = (RedisError, OSError)  # (TimeoutError is an OSError)
+        self._closed = Closed
         self.outage = _Outage(self._ping, _without_password(url or _client_url(client)), backoff)
         self._cooled = self.redis.register_script(_COOLED)
         self._cool = self.redis.register_script(_COOL)
@@ -184,7 +186,12 @@ class RedisRoutingState:
             return False, None
         try:
             async with asyncio.timeout(self.timeout):
-                return True, await work()
+                try:
+                    return True, await work()
+                except self._closed:
+                    # A pooled connection the server closed (idle timeout, restart):
+                    # once more, on a new one, before calling Redis down.
+                    return True, await work()
         except self._errors as exc:
             self.outage.failed(exc)
             return False, None
