@@ -18,6 +18,7 @@ import pytest
 from proxai_asgi.routing.shared_redis import RedisRoutingState
 from proxai_asgi.routing.state import open_routing_state
 from proxai_asgi.store import open_store
+from proxai_asgi.store.redis import RedisStore
 from tests.helpers.redis_server import RedisServer, redis_server
 
 pytestmark = pytest.mark.anyio
@@ -124,17 +125,18 @@ async def test_every_key_expires(
     await one.bind("ab12", "t:a", ttl=60)
     keys = [k async for k in one.redis.scan_iter(match=one.prefix + "*")]
     assert len(keys) == 5  # c:t:a f:t:a f:k:1 p:k:1 b:ab12
-    assert all([0 < await one.redis.pttl(k) for k in keys])
+    assert all([await one.redis.pttl(k) > 0 for k in keys])
 
 
 async def test_the_routing_state_shares_the_response_stores_client(redis: RedisServer) -> None:
     store = open_store(redis.url, prefix=f"test:{secrets.token_hex(4)}:")
+    assert isinstance(store, RedisStore)
     state = open_routing_state(store, prefix=f"test:{secrets.token_hex(4)}:route:")
-    assert isinstance(state, RedisRoutingState) and state.redis is store.redis  # type: ignore[union-attr]
+    assert isinstance(state, RedisRoutingState) and state.redis is store.redis
     await state.cool("t:a", 10)
     await state.aclose()
-    assert await store.redis.ping()  # type: ignore[union-attr]  # (left open for the store)
-    await store.aclose()  # type: ignore[union-attr]
+    assert await store.redis.ping()  # (the client is left open for the store)
+    await store.aclose()
 
 
 # -------------------------------------------------------------------- Redis down
