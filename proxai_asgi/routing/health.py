@@ -45,7 +45,8 @@ class RoutingState(Protocol):
         ...
 
     async def recovered(self, name: str) -> None:
-        """A success: forget its cooldown and its failures."""
+        """A success: forget its cooldown and its failures. Cheap for a name not
+        failing (no round trip for one this process has not seen failing)."""
         ...
 
     async def claim_probe(self, name: str, seconds: float) -> bool:

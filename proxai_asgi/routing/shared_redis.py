@@ -209,9 +209,12 @@ class RedisRoutingState:
             return await self.local.cooled(names)
         found: dict[str, float] = {}
         for name, ms in zip(names, left, strict=True):
+            # The local view follows Redis's, for an outage.
             if ms >= 0:
                 found[name] = ms / 1000
-                self.local.learn(name, ms / 1000, count=False)  # (kept for an outage)
+                self.local.learn(name, ms / 1000, count=False)
+            elif self.local.knows(name):
+                await self.local.recovered(name)
         return found
 
     async def cool(self, name: str, seconds: float) -> int:
@@ -244,6 +247,8 @@ class RedisRoutingState:
         if value is None:
             return None
         ms, _, target = _text(value).partition(" ")
+        if not ms.isdigit():  # (not written by this code)
+            return None
         await self.local.bind(session, target, int(ms) / 1000)
         return target
 

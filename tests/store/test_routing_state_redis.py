@@ -114,6 +114,43 @@ async def test_a_binding_made_by_one_instance_is_read_by_the_other_and_renewed(
     assert await one.bound("ab12") == "t:fallback"
 
 
+async def test_a_success_of_a_name_never_seen_failing_costs_no_round_trip(
+    pair: tuple[RedisRoutingState, RedisRoutingState],
+) -> None:
+    one, _ = pair
+
+    async def dels() -> int:
+        stats = await one.redis.info("commandstats")
+        return int(stats.get("cmdstat_del", {}).get("calls", 0))
+
+    await one.cool("t:a", 10)
+    before = await dels()
+    await one.recovered("t:healthy")  # the healthy path
+    assert await dels() == before
+    await one.recovered("t:a")
+    assert await dels() == before + 1
+
+
+async def test_the_process_view_follows_redis_for_an_outage(
+    pair: tuple[RedisRoutingState, RedisRoutingState],
+) -> None:
+    one, other = pair
+    await one.cool("t:a", 30)
+    assert "t:a" in await other.cooled(["t:a"])  # learned: kept for an outage
+    assert "t:a" in await other.local.cooled(["t:a"])
+    await one.recovered("t:a")
+    assert await other.cooled(["t:a"]) == {}  # and forgotten with Redis
+    assert await other.local.cooled(["t:a"]) == {}
+
+
+async def test_a_binding_not_written_here_reads_as_none(
+    pair: tuple[RedisRoutingState, RedisRoutingState],
+) -> None:
+    one, _ = pair
+    await one.redis.set(one.prefix + "b:ab12", "garbage", px=60_000)
+    assert await one.bound("ab12") is None
+
+
 async def test_every_key_expires(
     pair: tuple[RedisRoutingState, RedisRoutingState],
 ) -> None:
