@@ -25,7 +25,7 @@ from .responses_state import (
     websocket_responses,
 )
 from .routing import Route, Router, Upstream
-from .routing.health import open_routing_state
+from .routing.state import open_routing_state
 from .serving import endpoints
 from .serving.context import Context
 from .serving.exchange import JSON_HEADER, Exchange, Handler
