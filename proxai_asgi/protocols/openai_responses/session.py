@@ -1,0 +1,51 @@
+"""Responses: what names a request's session (``Codec.session_hint``).
+
+Codex sends its conversation id as ``prompt_cache_key`` (and in headers, which the
+family declares); other clients are known by their prefix: tool names, instructions
+and the input up to the first user message. A string ``input`` is that message, so a
+conversation that starts with one and continues with a list of items keeps its
+session. (A ``previous_response_id`` continues where it was stored: routing's part.)
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ...codec import SessionHint
+from ...lazy_decoder import LazyDecoder
+from .._kit import session
+
+_EMPTY = msgspec.Raw()
+
+
+class _Body(msgspec.Struct, gc=False):
+    prompt_cache_key: msgspec.Raw = _EMPTY
+    instructions: msgspec.Raw = _EMPTY
+    tools: msgspec.Raw = _EMPTY
+    input: msgspec.Raw = _EMPTY
+
+
+class _Tool(msgspec.Struct, gc=False):
+    name: msgspec.Raw = _EMPTY
+    type: msgspec.Raw = _EMPTY
+
+
+_body: LazyDecoder[_Body] = LazyDecoder(_Body)
+_tools: LazyDecoder[list[_Tool]] = LazyDecoder(list[_Tool])
+
+
+def session_hint(body: bytes) -> SessionHint | None:
+    try:
+        req = _body.decode(body)
+    except (msgspec.DecodeError, ValueError):  # not JSON, or not an object
+        return None
+    hint = session.explicit(b"prompt_cache_key", req.prompt_cache_key)
+    if hint is not None:
+        return hint
+    first = session.string(req.input)
+    opening = [b'"user"', first] if first else session.opening(req.input, session.USER)
+    if opening is None:
+        return None
+    tools = [bytes(t.name or t.type) for t in session.items(_tools, req.tools)]
+    instructions = session.content_texts(req.instructions)
+    return session.prefix([*tools, b"instructions", *instructions, b"input", *opening])
