@@ -35,15 +35,9 @@ def session_of(
         if found is None:
             return None
     source, value = found
-    h = blake2b(digest_size=16, person=_PERSON)
     # Each piece length-prefixed: no two (credential, source, value) hash alike.
-    if credential is None:
-        h.update(b"-:")
-    else:
-        h.update(b"%d:" % len(credential))
-        h.update(credential)
-    h.update(b"%d:" % len(source))
-    h.update(source)
+    scope = b"-:" if credential is None else b"%d:%b" % (len(credential), credential)
+    h = blake2b(b"%b%d:%b" % (scope, len(source), source), digest_size=16, person=_PERSON)
     h.update(value)
     return h.hexdigest()
 

@@ -2,8 +2,9 @@
 
 Cost matters: it runs on every request of a route with a key pool or a fallback. Each
 codec decodes its body once into a Struct of ``msgspec.Raw`` fields (unknown fields
-skipped; a Raw is a slice of the body, nothing decoded), and only a body without an
-explicit session field pays for a second look at the few values of its prefix.
+skipped; a Raw is a slice of the body, nothing decoded; the messages a list of them),
+and only a body without an explicit session field pays for a second look at the few
+values of its prefix.
 
 The prefix is what a provider's prompt cache is keyed on, in its order — tool names,
 system text, the messages up to the first user message — read as the raw JSON of each
@@ -47,7 +48,7 @@ class _Message(msgspec.Struct, gc=False):
 
 
 _parts: LazyDecoder[list[_Part]] = LazyDecoder(list[_Part])
-_messages: LazyDecoder[list[_Message]] = LazyDecoder(list[_Message])
+_message: LazyDecoder[_Message] = LazyDecoder(_Message)
 
 
 def string(raw: msgspec.Raw) -> bytes | None:
@@ -95,12 +96,19 @@ def content_texts(raw: msgspec.Raw) -> list[bytes]:
     return [bytes(p.text) if p.text else bytes(p.type) for p in parts]
 
 
-def opening(messages: msgspec.Raw, user: tuple[bytes, ...]) -> list[bytes] | None:
+def opening(messages: list[msgspec.Raw], user: tuple[bytes, ...]) -> list[bytes] | None:
     """The role and texts of each message up to the first whose role (its raw JSON) is
     one of ``user``, or None when there is no such message: a conversation is known by
-    how it starts, which its later turns only extend."""
+    how it starts, which its later turns only extend. The body's decoder left each
+    message raw (a list of slices costs next to nothing over skipping the list); only
+    the opening ones are read."""
     out: list[bytes] = []
-    for m in items(_messages, messages):
+    for raw in messages:
+        try:
+            m = _message.decode(raw)
+        except (msgspec.DecodeError, ValueError):  # not an object: counts as it is
+            out.append(bytes(raw))
+            continue
         role = bytes(m.role)
         opens = role in user
         out.append(user[0] if opens else role)  # every spelling of the user's role alike

@@ -21,7 +21,7 @@ class _Body(msgspec.Struct, gc=False):
     metadata: msgspec.Raw = _EMPTY
     system: msgspec.Raw = _EMPTY
     tools: msgspec.Raw = _EMPTY
-    messages: msgspec.Raw = _EMPTY
+    messages: list[msgspec.Raw] = []
 
 
 class _Metadata(msgspec.Struct, gc=False):

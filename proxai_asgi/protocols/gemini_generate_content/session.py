@@ -24,7 +24,7 @@ class _Body(msgspec.Struct, gc=False):
     systemInstruction: msgspec.Raw = _EMPTY
     system_instruction: msgspec.Raw = _EMPTY
     tools: msgspec.Raw = _EMPTY
-    contents: msgspec.Raw = _EMPTY
+    contents: list[msgspec.Raw] = []
 
 
 class _Content(msgspec.Struct, gc=False):

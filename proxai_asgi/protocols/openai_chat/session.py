@@ -19,7 +19,7 @@ _EMPTY = msgspec.Raw()
 class _Body(msgspec.Struct, gc=False):
     prompt_cache_key: msgspec.Raw = _EMPTY
     tools: msgspec.Raw = _EMPTY
-    messages: msgspec.Raw = _EMPTY
+    messages: list[msgspec.Raw] = []
 
 
 class _Name(msgspec.Struct, gc=False):

@@ -18,10 +18,19 @@ from .._kit import session
 _EMPTY = msgspec.Raw()
 
 
-class _Body(msgspec.Struct, gc=False):
+class _Head(msgspec.Struct, gc=False):
     prompt_cache_key: msgspec.Raw = _EMPTY
     instructions: msgspec.Raw = _EMPTY
     tools: msgspec.Raw = _EMPTY
+
+
+class _Body(_Head, gc=False):
+    input: list[msgspec.Raw] = []
+
+
+class _TextBody(_Head, gc=False):
+    """A body whose ``input`` is not a list (a string: the first user message)."""
+
     input: msgspec.Raw = _EMPTY
 
 
@@ -31,19 +40,27 @@ class _Tool(msgspec.Struct, gc=False):
 
 
 _body: LazyDecoder[_Body] = LazyDecoder(_Body)
+_text_body: LazyDecoder[_TextBody] = LazyDecoder(_TextBody)
 _tools: LazyDecoder[list[_Tool]] = LazyDecoder(list[_Tool])
 
 
 def session_hint(body: bytes) -> SessionHint | None:
+    req: _Head
     try:
         req = _body.decode(body)
-    except (msgspec.DecodeError, ValueError):  # not JSON, or not an object
-        return None
+    except (msgspec.DecodeError, ValueError):  # a string input, or not a body at all
+        try:
+            req = _text_body.decode(body)
+        except (msgspec.DecodeError, ValueError):
+            return None
     hint = session.explicit(b"prompt_cache_key", req.prompt_cache_key)
     if hint is not None:
         return hint
-    first = session.string(req.input)
-    opening = [b'"user"', first] if first else session.opening(req.input, session.USER)
+    opening = None
+    if isinstance(req, _Body):
+        opening = session.opening(req.input, session.USER)
+    elif isinstance(req, _TextBody) and (first := session.string(req.input)):
+        opening = [session.USER[0], first]
     if opening is None:
         return None
     tools = [bytes(t.name or t.type) for t in session.items(_tools, req.tools)]
