@@ -291,6 +291,11 @@ def test_the_clients_own_header_comes_before_the_generic_one(protocol: ProtocolN
         assert _session(protocol, {}, spellings) == _session(protocol, {}, [(own, b"a")])
 
 
+def test_a_header_sent_twice_counts_by_its_first_value() -> None:
+    twice = [(b"x-session-affinity", b"a"), (b"x-session-affinity", b"b")]
+    assert _session(CHAT, {}, twice) == _session(CHAT, {}, twice[:1])
+
+
 def test_the_source_scopes_the_session() -> None:
     """The same value from two places (two headers, a header and a body field) names
     two sessions."""

@@ -11,8 +11,12 @@ share a binding, and the value itself (or the credential) is never kept or shown
 
 from __future__ import annotations
 
-from hashlib import blake2b
 from typing import TYPE_CHECKING
+
+try:  # hashlib's own blake2b, without the OpenSSL start-up cost of importing hashlib
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover (a CPython built without it)
+    from hashlib import blake2b
 
 if TYPE_CHECKING:
     from ..codec import Codec

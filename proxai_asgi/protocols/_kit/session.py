@@ -16,13 +16,17 @@ from the client go only into a hash.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from hashlib import blake2b
 from typing import TypeVar
 
 import msgspec
 
 from ...codec import SessionHint
 from ...lazy_decoder import LazyDecoder
+
+try:  # hashlib's own blake2b, without the OpenSSL start-up cost of importing hashlib
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover (a CPython built without it)
+    from hashlib import blake2b
 
 PREFIX = b"prefix"
 _EMPTY = msgspec.Raw()
