@@ -51,7 +51,16 @@ class _Message(msgspec.Struct, gc=False):
     parts: msgspec.Raw = _EMPTY
 
 
+class _Tool(msgspec.Struct, gc=False):
+    """A tool as Anthropic and Responses declare one: a function's name, or the kind
+    of a built-in tool."""
+
+    name: msgspec.Raw = _EMPTY
+    type: msgspec.Raw = _EMPTY
+
+
 _parts: LazyDecoder[list[_Part]] = LazyDecoder(list[_Part])
+_tools: LazyDecoder[list[_Tool]] = LazyDecoder(list[_Tool])
 _message: LazyDecoder[_Message] = LazyDecoder(_Message)
 
 
@@ -85,6 +94,11 @@ def items(decoder: LazyDecoder[list[_T]], raw: msgspec.Raw) -> list[_T]:
         return decoder.decode(raw)
     except (msgspec.DecodeError, ValueError):
         return []
+
+
+def tool_names(tools: msgspec.Raw) -> list[bytes]:
+    """The names of ``tools`` where each names itself (Anthropic, Responses)."""
+    return [bytes(t.name or t.type) for t in items(_tools, tools)]
 
 
 def content_texts(raw: msgspec.Raw) -> list[bytes]:

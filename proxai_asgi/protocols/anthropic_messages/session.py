@@ -28,14 +28,8 @@ class _Metadata(msgspec.Struct, gc=False):
     user_id: msgspec.Raw = _EMPTY
 
 
-class _Tool(msgspec.Struct, gc=False):
-    name: msgspec.Raw = _EMPTY
-    type: msgspec.Raw = _EMPTY
-
-
 _body: LazyDecoder[_Body] = LazyDecoder(_Body)
 _metadata: LazyDecoder[_Metadata] = LazyDecoder(_Metadata)
-_tools: LazyDecoder[list[_Tool]] = LazyDecoder(list[_Tool])
 
 
 def session_hint(body: bytes) -> SessionHint | None:
@@ -49,7 +43,7 @@ def session_hint(body: bytes) -> SessionHint | None:
     opening = session.opening(req.messages, session.USER)
     if opening is None:
         return None
-    parts = [bytes(t.name or t.type) for t in session.items(_tools, req.tools)]
+    parts = session.tool_names(req.tools)
     parts.append(b"system")
     parts += session.content_texts(req.system)
     return session.prefix([*parts, b"messages", *opening])

@@ -34,14 +34,8 @@ class _TextBody(_Head, gc=False):
     input: msgspec.Raw = _EMPTY
 
 
-class _Tool(msgspec.Struct, gc=False):
-    name: msgspec.Raw = _EMPTY
-    type: msgspec.Raw = _EMPTY
-
-
 _body: LazyDecoder[_Body] = LazyDecoder(_Body)
 _text_body: LazyDecoder[_TextBody] = LazyDecoder(_TextBody)
-_tools: LazyDecoder[list[_Tool]] = LazyDecoder(list[_Tool])
 
 
 def session_hint(body: bytes) -> SessionHint | None:
@@ -63,6 +57,6 @@ def session_hint(body: bytes) -> SessionHint | None:
         opening = [session.USER[0], first]
     if opening is None:
         return None
-    tools = [bytes(t.name or t.type) for t in session.items(_tools, req.tools)]
+    tools = session.tool_names(req.tools)
     instructions = session.content_texts(req.instructions)
     return session.prefix([*tools, b"instructions", *instructions, b"input", *opening])
