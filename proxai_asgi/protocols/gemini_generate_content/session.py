@@ -49,7 +49,7 @@ def _names(tools: msgspec.Raw) -> list[bytes]:
     out: list[bytes] = []
     for tool in session.items(_tools, tools):
         declared = tool.functionDeclarations or tool.function_declarations
-        # A built-in tool (googleSearch, codeExecution) counts as itself.
+        # A built-in tool (googleSearch, codeExecution) counts as one, unnamed.
         out += [bytes(d.name) for d in declared] if declared else [b"builtin"]
     return out
 
