@@ -45,6 +45,15 @@ class RequestHead(msgspec.Struct):
 Action = Literal["generate", "count_tokens", "compact"]
 
 
+class SessionHint(NamedTuple):
+    """What names a request's conversation in its body (``Codec.session_hint``):
+    where it came from (a field's name, or ``prefix``) and the value, which routing
+    only hashes."""
+
+    source: bytes
+    value: bytes
+
+
 class PathCall(msgspec.Struct, frozen=True):
     """What the URL of a path-addressed protocol says (Gemini:
     ``/v1beta/models/{model}:streamGenerateContent``): the model, whether the answer
@@ -152,6 +161,16 @@ class Codec(Protocol):
     # the upstream speaks another protocol.
     serves_websocket: bool
     stateful: bool
+    # Client side: headers this protocol's clients send that name their session
+    # (conversation), most specific first; routing keeps a session on one key and
+    # target (``routing.affinity``).
+    session_headers: tuple[bytes, ...]
+
+    def session_hint(self, body: bytes) -> SessionHint | None:
+        """Client side: what names the request's session in its body — a field the
+        clients send for it, else a digest of the conversation's stable prefix (what
+        stays the same across its turns) — or None. Never raises, whatever the body."""
+        ...
 
     def serves(self, path: str) -> Served | None:
         """The method a client path names, or None when it is not this protocol's."""

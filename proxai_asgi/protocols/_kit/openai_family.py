@@ -44,6 +44,8 @@ class OpenAIFamily:
     credential_headers: tuple[bytes, ...] = (b"api-key",)  # Azure OpenAI's
     listing_paths: tuple[str, ...] = ("/v1/models", "/models")
     required_headers: tuple[tuple[bytes, bytes], ...] = ()
+    # Codex names its session in both spellings, over either protocol.
+    session_headers: tuple[bytes, ...] = (b"session-id", b"session_id")
 
     def count_tokens_request(self, body: bytes) -> c.Request:
         raise NotImplementedError("OpenAI protocols serve no token count")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
-from . import epilogue, errors, models, request, response
+from . import epilogue, errors, models, request, response, session
 from .stream import AnthropicStreamDecoder, AnthropicStreamEncoder
 
 ANTHROPIC_VERSION = b"2023-06-01"
@@ -35,6 +35,8 @@ class AnthropicMessagesCodec(BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    session_headers: tuple[bytes, ...] = session.HEADERS
+    session_hint = staticmethod(session.session_hint)
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False

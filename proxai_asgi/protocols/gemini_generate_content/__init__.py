@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...codec import Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
-from . import epilogue, errors, models, paths, request, response
+from . import epilogue, errors, models, paths, request, response, session
 from .stream import GeminiStreamDecoder, GeminiStreamEncoder
 
 
@@ -28,6 +28,8 @@ class GeminiGenerateContentCodec:
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    session_headers: tuple[bytes, ...] = ()  # its clients send none
+    session_hint = staticmethod(session.session_hint)
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False

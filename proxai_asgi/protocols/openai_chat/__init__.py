@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, request, response
+from . import epilogue, request, response, session
 from .errors import decode_openai_error, encode_openai_error
 from .stream import ChatStreamDecoder, ChatStreamEncoder
 
@@ -23,6 +23,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    session_hint = staticmethod(session.session_hint)  # headers: the family's
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         # OpenAI has them; most Chat-compatible servers do not.
