@@ -170,7 +170,7 @@ class ProxaiMiddleware:
             body_timeout,
             max_json_depth,
             queue_timeout,
-            open_routing_state(store),
+            open_routing_state(self.stored.store),
         )
 
     def _local(self, scope: Scope) -> str:

@@ -10,7 +10,6 @@ fallback has a one-target plan and never asks the shared state anything.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,13 +37,22 @@ class Target:
 
 
 def upstream_name(up: Upstream) -> str:
-    where = "inner" if up.inner else (up.base_url or "")
-    digest = hashlib.blake2b(f"{up.protocol} {where}".encode(), digest_size=8).hexdigest()
-    return "u-" + digest
+    """An upstream's name in the shared state: the same on every instance."""
+    known: str | None = up.__dict__.get("_upstream_name")
+    if known is None:
+        import hashlib  # here: importing it costs every process ~6 ms of OpenSSL
+
+        where = "inner" if up.inner else (up.base_url or "")
+        digest = hashlib.blake2b(f"{up.protocol} {where}".encode(), digest_size=8).hexdigest()
+        known = up.__dict__["_upstream_name"] = "u-" + digest
+    return known
 
 
 def member_name(up: Upstream) -> str:
-    return f"{upstream_name(up)}.{up.key_id}"
+    known: str | None = up.__dict__.get("_member_name")
+    if known is None:
+        known = up.__dict__["_member_name"] = f"{upstream_name(up)}.{up.key_id}"
+    return known
 
 
 class RoutePlan:

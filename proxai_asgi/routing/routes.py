@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -89,10 +88,15 @@ class Upstream(UpstreamOptions):
     def key_id(self) -> str:
         """A key's name for logs, ledgers and shared state: a short hash, never the key
         ("client" when the client's own credential is forwarded)."""
+        known: str | None = self.__dict__.get("_key_id")
+        if known is not None:
+            return known
+        import hashlib  # here: importing it costs every process ~6 ms of OpenSSL
+
         key = self.key
-        if key is None:
-            return "client"
-        return "k-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+        name = "client" if key is None else "k-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+        self.__dict__["_key_id"] = name
+        return name
 
     @property
     def model_in_path(self) -> bool:
@@ -107,7 +111,8 @@ class Upstream(UpstreamOptions):
     ) -> Upstream:
         """The wrapped ASGI app itself, reached at ``path`` (default: the protocol's
         standard path) with no network hop."""
-        return cls(protocol, None, None, inner=True, inner_path=path, **options)  # type: ignore[arg-type]
+        key = options.pop("api_key", None)  # the app may check keys like any upstream
+        return cls(protocol, None, key, inner=True, inner_path=path, **options)  # type: ignore[arg-type]
 
     @property
     def label(self) -> str:

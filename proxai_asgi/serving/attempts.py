@@ -127,6 +127,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
             return Failed(target, failure, _replay(ex, target, resp.status, headers, data))
         if not resp.is_event_stream:
             data = await resp.read(MAX_JSON_BODY)  # a cut body fails here, unseen
+            _check_length(resp, data)
             if not race.claim(target):
                 return None
             await _replay(ex, target, resp.status, headers, data)()
@@ -141,7 +142,9 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         await pump(resp, up, hold)
         if preamble.error is not None:
             failure = classify_stream_error(ex.client, preamble.error)
-            err = ProxyError(preamble.error.status, preamble.error.message, kind=preamble.error.kind)  # type: ignore[arg-type]
+            err = ProxyError(
+                preamble.error.status, preamble.error.message, kind=preamble.error.kind
+            )  # type: ignore[arg-type]
             return Failed(target, failure, _answer(ex, target, err))
         if not preamble.content:
             err = ProxyError(502, "upstream stream ended before any content", kind="bad_gateway")
@@ -178,6 +181,16 @@ async def _relay(race: Race, target: Target) -> Failed | None:
     else:
         await relay.fail(cut)
     return None
+
+
+def _check_length(resp: UpstreamResponse, data: bytes) -> None:
+    """A body shorter than its ``content-length`` (a wrapped app can end one short;
+    an HTTP transport raises by itself) fails the attempt."""
+    for k, v in resp.headers:
+        if k == b"content-length" and v.isdigit() and len(data) < int(v):
+            raise ProxyError(
+                502, f"upstream body ended after {len(data)} of {int(v)} bytes", kind="bad_gateway"
+            )
 
 
 def _replay(

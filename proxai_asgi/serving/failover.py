@@ -253,6 +253,24 @@ class Race:
         await (own or self.failed)[-1].respond()
 
 
+# After a cooldown lapses one request at a time (on any instance) probes the target;
+# the others keep avoiding it for this long, or until the probe succeeded.
+PROBE_WINDOW = 10.0
+
+
+async def _cooled(state: RoutingState, names: tuple[str, ...]) -> dict[str, float]:
+    """The names to avoid now and for how long; a lapsed one is probed by this request
+    if it wins the claim."""
+    cooled = await state.cooled(names)
+    for name, left in list(cooled.items()):
+        if left <= 0:
+            if await state.claim_probe(name, PROBE_WINDOW):
+                del cooled[name]
+            else:
+                cooled[name] = PROBE_WINDOW
+    return cooled
+
+
 async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> None:
     """Try ``route``'s targets with ``attempt`` until one answers."""
     plan = plan_of(route)
@@ -264,7 +282,7 @@ async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> No
         state = ex.mw.routing
         headers = ex.client_headers()
         session = session_of(ex.client, headers, body, client_credential(headers))
-        cooled = await state.cooled(plan.names)
+        cooled = await _cooled(state, plan.names)
         bound = await state.bound(session) if session is not None else None
         race = Race(ex, plan.targets(model, cooled, bound, session), attempt, state, session)
     ex.routing = race.record

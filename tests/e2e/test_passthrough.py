@@ -149,7 +149,7 @@ def test_upstream_status_and_rate_limit_headers_are_preserved(
             [body],
         )
     )
-    proxy = stack.proxy(fake, "anthropic_messages")
+    proxy = stack.proxy(fake, "anthropic_messages", max_retries=0)
     r = httpx.post(proxy + "/v1/messages", content=request_body("anthropic_json_text_basic"))
     assert r.status_code == 429
     assert r.content == body
