@@ -34,6 +34,27 @@ CLASS_BY_CODE: dict[str, FailureClass] = {
     "server_error": "target",
     "overloaded": "target",
     "slow_down": "target",
+    "vector_store_timeout": "target",
+    # Responses' ``response.failed`` codes for an image the request carries.
+    **dict.fromkeys(
+        (
+            "invalid_image",
+            "invalid_image_format",
+            "invalid_base64_image",
+            "invalid_image_url",
+            "image_too_large",
+            "image_too_small",
+            "image_parse_error",
+            "image_content_policy_violation",
+            "invalid_image_mode",
+            "image_file_too_large",
+            "unsupported_image_media_type",
+            "empty_image_file",
+            "failed_to_download_image",
+            "image_file_not_found",
+        ),
+        "request",
+    ),
 }
 
 # Messages of compatible servers that name no code: vLLM's "This model's maximum
