@@ -18,6 +18,23 @@ from ...codec import NO_HINT, FailureClass, FailureHint
 from .ratelimit import parse_duration
 from .upstream_errors import error_object
 
+
+class LazyPattern:
+    """A case-insensitive regex compiled by its first search: hints run only on
+    failures, and compiling every codec's patterns at import costs milliseconds."""
+
+    __slots__ = ("_compiled", "_source")
+
+    def __init__(self, source: str, flags: int = re.IGNORECASE) -> None:
+        self._source = (source, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._source)
+        return self._compiled.search(text)
+
+
 # OpenAI ``error.code`` (or ``error.type``) -> class.
 CLASS_BY_CODE: dict[str, FailureClass] = {
     "context_length_exceeded": "context",
@@ -60,17 +77,16 @@ CLASS_BY_CODE: dict[str, FailureClass] = {
 # Messages of compatible servers that name no code: vLLM's "This model's maximum
 # context length is 4096 tokens", llama.cpp's "the request exceeds the available
 # context size", OpenAI's "Your input exceeds the context window of this model".
-_CONTEXT_MESSAGE = re.compile(
+_CONTEXT_MESSAGE = LazyPattern(
     r"maximum context length|context[ _]length[ _]exceeded|context_window_exceeded"
-    r"|exceeds? the (?:available )?context (?:size|window|length)",
-    re.IGNORECASE,
+    r"|exceeds? the (?:available )?context (?:size|window|length)"
 )
-_QUOTA_MESSAGE = re.compile(r"exceeded your current quota", re.IGNORECASE)
+_QUOTA_MESSAGE = LazyPattern(r"exceeded your current quota")
 # OpenAI's 429 for one request larger than the key's tokens-per-minute limit.
-_TOO_LARGE_MESSAGE = re.compile(r"\brequest too large for\b", re.IGNORECASE)
+_TOO_LARGE_MESSAGE = LazyPattern(r"\brequest too large for\b")
 # "Please try again in 26.604s." / "in 20ms" / "in 1m30s"; "retry after 2 seconds".
-_DELAY_DURATION = re.compile(r"(?:try again|retry) in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)\b")
-_DELAY_SECONDS = re.compile(r"(?:try again|retry) (?:in|after) (\d+(?:\.\d+)?) seconds?\b")
+_DELAY_DURATION = LazyPattern(r"(?:try again|retry) in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)\b", 0)
+_DELAY_SECONDS = LazyPattern(r"(?:try again|retry) (?:in|after) (\d+(?:\.\d+)?) seconds?\b", 0)
 
 
 def text(value: object) -> str | None:

@@ -8,14 +8,12 @@ status and message: ``_kit.upstream_errors`` reads every codec's loose bodies.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
 from ... import canonical as c
 from ...codec import NO_HINT, FailureClass, FailureHint
 from ...errors import ErrorKind, ProxyError
-from .._kit.failure_hints import fields_hint, text
+from .._kit.failure_hints import LazyPattern, fields_hint, text
 from .._kit.ratelimit import RawHeaders, exhausted_wait
 from .._kit.upstream_errors import decode_error, error_object
 from . import wire
@@ -87,10 +85,10 @@ _CLASS_BY_TYPE: dict[str, FailureClass] = {
 }
 # invalid_request_error messages: "prompt is too long: 210000 tokens > 200000
 # maximum", "input length and `max_tokens` exceed context limit: ...".
-_CONTEXT_MESSAGE = re.compile(r"prompt is too long|exceed context limit", re.IGNORECASE)
+_CONTEXT_MESSAGE = LazyPattern(r"prompt is too long|exceed context limit")
 # A 400 invalid_request_error: "Your credit balance is too low to access the
 # Anthropic API" (another key's account may have credit).
-_BILLING_MESSAGE = re.compile(r"credit balance is too low", re.IGNORECASE)
+_BILLING_MESSAGE = LazyPattern(r"credit balance is too low")
 
 # (remaining, reset) of each limit; resets are RFC 3339 times.
 RATE_LIMITS = (

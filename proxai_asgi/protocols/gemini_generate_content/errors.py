@@ -9,7 +9,6 @@ servers that answer otherwise.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
@@ -18,7 +17,7 @@ from ... import canonical as c
 from ...codec import FailureClass, FailureHint
 from ...errors import ErrorKind, ProxyError
 from ...lazy_decoder import LazyDecoder
-from .._kit.failure_hints import fields_hint, loose_failure_hint
+from .._kit.failure_hints import LazyPattern, fields_hint, loose_failure_hint
 from .._kit.upstream_errors import decode_error as decode_loose_error
 from . import wire
 
@@ -150,8 +149,8 @@ _KEY_REASONS = frozenset(
 )
 # "The input token count (1205828) exceeds the maximum number of tokens allowed
 # (1048576)."
-_CONTEXT_MESSAGE = re.compile(r"exceeds the maximum number of tokens", re.IGNORECASE)
-_list_decoder = msgspec.json.Decoder(list[_GoogleErrorBody])
+_CONTEXT_MESSAGE = LazyPattern(r"exceeds the maximum number of tokens")
+_list_decoder: LazyDecoder[list[_GoogleErrorBody]] = LazyDecoder(list[_GoogleErrorBody])
 
 
 class _Details:
