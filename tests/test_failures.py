@@ -8,6 +8,7 @@ import errno
 import json
 import socket
 import ssl
+import time
 from email.utils import formatdate
 from typing import Any
 
@@ -547,6 +548,20 @@ def test_retry_after_reads_seconds_http_dates_and_milliseconds(
     headers: Headers, wait: float | None
 ) -> None:
     assert retry_after_seconds(headers, NOW) == wait
+
+
+def test_an_http_date_in_zone_minus_0000_is_gmt_whatever_the_local_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    date = formatdate(NOW + 30).encode()  # "Wed, 18 Nov 2026 11:07:10 -0000"
+    assert date.endswith(b"-0000")
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert retry_after_seconds([(b"retry-after", date)], NOW) == 30.0
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_retry_after_adds_the_reset_of_the_codecs_exhausted_limit() -> None:

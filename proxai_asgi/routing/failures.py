@@ -26,6 +26,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC
 from random import random
 from typing import TYPE_CHECKING
 
@@ -190,7 +191,10 @@ def _http_date_wait(value: bytes, now: float) -> float | None:
     from email.utils import parsedate_to_datetime
 
     try:
-        when = parsedate_to_datetime(value.decode("latin-1")).timestamp()
+        date = parsedate_to_datetime(value.decode("latin-1"))
+        if date.tzinfo is None:  # "-0000": HTTP dates are GMT, not our local time
+            date = date.replace(tzinfo=UTC)
+        when = date.timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     return max(0.0, when - now)
