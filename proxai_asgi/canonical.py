@@ -333,6 +333,10 @@ class StreamError(msgspec.Struct, gc=False, tag="error", kw_only=True):
     status: int
     kind: str  # an ``errors.ErrorKind``
     message: str
+    # The provider's own code for the error (OpenAI ``error.code``, Anthropic
+    # ``error.type``, a Google status name or ``ErrorInfo`` reason), when it sent one:
+    # what the codec's ``stream_failure_hint`` tells the failure's class by.
+    code: str | None = None
 
 
 StreamEvent = (

@@ -34,6 +34,24 @@ ProtocolName = Literal[
 PROTOCOLS: tuple[ProtocolName, ...] = get_args(ProtocolName)
 
 
+# How a failed attempt is answered (``routing.failures``): ``request`` never retried,
+# answered as the provider answered; ``context`` not retried on the same target (a
+# fallback may take it); ``key`` the next key at once; ``target`` retried with backoff.
+FailureClass = Literal["request", "context", "key", "target"]
+
+
+class FailureHint(NamedTuple):
+    """What an upstream's error says about a failure beyond its HTTP status, read by
+    the codec that knows the provider's vocabulary."""
+
+    cls: FailureClass | None = None  # None: the status decides
+    code: str | None = None  # the provider's code, for the log (escape before logging)
+    retry_after: float | None = None  # seconds the error body asks to wait
+
+
+NO_HINT = FailureHint()
+
+
 class RequestHead(msgspec.Struct):
     """The two fields the middleware needs before it decides anything. Decoding only
     these is cheap and leaves the rest of the body untouched for pass-through."""
@@ -223,6 +241,22 @@ class Codec(Protocol):
     ) -> list[tuple[bytes, bytes]]:
         """Headers that tell this protocol's clients the upstream's rate limits in
         their own scheme (``exhausted``: the upstream said its quota is used up)."""
+        ...
+
+    # ---- upstream side, failures (only on the failure path: never on a healthy one)
+    def failure_hint(self, status: int, body: bytes) -> FailureHint:
+        """What an upstream non-2xx body (any content) says: the failure's class when
+        the provider's code names one (a context overflow, a revoked key, a spent
+        quota), the code, and the delay it asks for (Gemini's ``RetryInfo``)."""
+        ...
+
+    def stream_failure_hint(self, error: c.StreamError) -> FailureHint:
+        """The same for an in-band error this codec's stream decoder produced."""
+        ...
+
+    def rate_limit_wait(self, headers: list[tuple[bytes, bytes]], now: float) -> float | None:
+        """Seconds until the exhausted one of this protocol's rate limits resets, from
+        its reset headers (None when none is exhausted or they say nothing)."""
         ...
 
     # ---- side endpoints

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import msgspec
 
+from ... import canonical as c
+from ...codec import FailureHint
 from ...errors import ErrorKind, ProxyError
+from .failure_hints import fields_hint
+from .failure_hints import loose_failure_hint as openai_failure_hint
+from .ratelimit import RawHeaders, exhausted_wait
 from .upstream_errors import decode_error as decode_openai_error
 from .upstream_errors import kind_from_fields
 
@@ -82,10 +87,31 @@ def status_from_fields(etype: object, code: object) -> int:
     return STATUS_BY_KIND[kind] if kind is not None else 500
 
 
+# OpenAI's rate-limit headers: (remaining, reset) of each limit; resets are
+# durations ("1s", "6m0s").
+RATE_LIMITS = (
+    (b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests"),
+    (b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens"),
+)
+
+
+def openai_stream_failure_hint(error: c.StreamError) -> FailureHint:
+    """An in-band error's hint: its ``code`` (``context_length_exceeded``,
+    ``insufficient_quota``, ...) and message, as in an error body."""
+    return fields_hint(error.code, None, error.message)
+
+
+def openai_rate_limit_wait(headers: RawHeaders, now: float) -> float | None:
+    return exhausted_wait(headers, RATE_LIMITS, now)
+
+
 __all__ = [
     "decode_openai_error",
     "encode_openai_error",
     "kind_from_fields",
     "openai_error_type",
+    "openai_failure_hint",
+    "openai_rate_limit_wait",
+    "openai_stream_failure_hint",
     "status_from_fields",
 ]

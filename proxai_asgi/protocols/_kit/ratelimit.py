@@ -84,6 +84,29 @@ def retry_after_seconds(headers: RawHeaders, now: float) -> int | None:
     return None
 
 
+def exhausted_wait(
+    headers: RawHeaders, limits: tuple[tuple[bytes, bytes], ...], now: float
+) -> float | None:
+    """Seconds until the exhausted limits reset: of the ``(remaining, reset)`` header
+    pairs whose remaining count is 0, the longest wait their resets give (durations
+    such as ``6m0s`` or RFC 3339 times). None when no limit is exhausted: a reset of
+    a limit with room left says nothing about this failure."""
+    wait: float | None = None
+    for remaining, reset in limits:
+        left = _get(headers, remaining)
+        value = _get(headers, reset)
+        if left is None or left.strip() != b"0" or value is None:
+            continue
+        seconds = parse_duration(value)
+        if seconds is None:
+            when = parse_time(value)
+            if when is None:
+                continue
+            seconds = max(0.0, when - now)
+        wait = seconds if wait is None else max(wait, seconds)
+    return wait
+
+
 def _add(out: RawHeaders, headers: RawHeaders, name: bytes, value: bytes) -> None:
     if _get(headers, name) is None and _get(out, name) is None:
         out.append((name, value))

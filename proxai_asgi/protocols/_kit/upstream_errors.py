@@ -96,25 +96,43 @@ def _from_error_object(status: int, obj: dict[str, Any]) -> ProxyError:
     )
 
 
+def parse_body(body: bytes) -> object:
+    """An error body's JSON, or None when it is none."""
+    if not body.strip():
+        return None
+    try:
+        return _any_dec.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def error_object(body: bytes) -> dict[str, Any] | None:
+    """The error object of a loose body: OpenAI's and Anthropic's ``error``, vLLM's flat
+    body, ``{"error": "text"}`` as ``{"message": ...}``; None for anything else."""
+    return _error_object_of(parse_body(body))
+
+
+def _error_object_of(obj: object) -> dict[str, Any] | None:
+    if not isinstance(obj, dict):
+        return None
+    err = obj.get("error")
+    if isinstance(err, dict):
+        return err
+    if isinstance(err, str) and err:
+        return {"message": err, "code": obj.get("code")}
+    return obj if "message" in obj else None
+
+
 def decode_error(status: int, body: bytes) -> ProxyError:
     """An upstream non-2xx body of any content as a ``ProxyError`` keeping the upstream's
     status and message. Understands the OpenAI shape, the Anthropic shape, vLLM's flat
     ``{"object": "error", "message": ...}`` and FastAPI's ``{"detail": ...}``; anything
     else (HTML, plain text, empty) becomes a short plain-text message."""
-    obj: object = None
-    if body.strip():
-        try:
-            obj = _any_dec.decode(body)
-        except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
-            obj = None
+    obj = parse_body(body)
+    err = _error_object_of(obj)  # OpenAI and Anthropic shapes, vLLM's flat error
+    if err is not None:
+        return _from_error_object(status, err)
     if isinstance(obj, dict):
-        err = obj.get("error")
-        if isinstance(err, dict):  # OpenAI and Anthropic shapes
-            return _from_error_object(status, err)
-        if isinstance(err, str) and err:
-            return _from_error_object(status, {"message": err, "code": obj.get("code")})
-        if "message" in obj:  # vLLM flat error
-            return _from_error_object(status, obj)
         detail = _message_of(obj.get("detail"))
         if detail:
             return ProxyError(status, detail, kind=kind_for_status(status))

@@ -53,6 +53,9 @@ class AnthropicMessagesCodec(BodyAddressed):
     stream_decoder = AnthropicStreamDecoder
     decode_error = staticmethod(errors.decode_error)
     rate_limit_headers = staticmethod(ratelimit.for_anthropic_client)
+    failure_hint = staticmethod(errors.failure_hint)
+    stream_failure_hint = staticmethod(errors.stream_failure_hint)
+    rate_limit_wait = staticmethod(errors.rate_limit_wait)
 
     # ---- side endpoints
     count_tokens_request = staticmethod(models.count_tokens_request)

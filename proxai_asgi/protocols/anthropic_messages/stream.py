@@ -356,7 +356,8 @@ class AnthropicStreamDecoder:
     def _on_error(self, ev: wire.ErrorEvent) -> list[c.StreamEvent]:
         self.state = DecoderState.DONE
         status, kind, message = stream_error_from_body(ev.error)
-        return [c.StreamError(status=status, kind=kind, message=message)]
+        code = ev.error.type or None
+        return [c.StreamError(status=status, kind=kind, message=message, code=code)]
 
 
 def _signature_event(index: int, signature: str) -> c.BlockSignature:

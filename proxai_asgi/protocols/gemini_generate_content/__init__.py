@@ -50,6 +50,9 @@ class GeminiGenerateContentCodec:
     stream_decoder = GeminiStreamDecoder
     decode_error = staticmethod(errors.decode_error)
     rate_limit_headers = staticmethod(ratelimit.for_gemini_client)
+    failure_hint = staticmethod(errors.failure_hint)
+    stream_failure_hint = staticmethod(errors.stream_failure_hint)
+    rate_limit_wait = staticmethod(errors.rate_limit_wait)
 
     # ---- side endpoints
     count_tokens_request = staticmethod(request.count_tokens_request)

@@ -127,7 +127,7 @@ class GeminiStreamDecoder:
             err = stream_error(data)
             if err is not None:
                 self._done = True
-                return [c.StreamError(status=err.status, kind=err.kind, message=err.message)]
+                return [err]
         out: list[c.StreamEvent] = []
         if not self._started:
             self._started = True

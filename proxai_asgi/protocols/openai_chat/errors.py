@@ -7,7 +7,18 @@ from .._kit.openai_errors import (
     decode_openai_error,
     encode_openai_error,
     kind_from_fields,
+    openai_failure_hint,
+    openai_rate_limit_wait,
+    openai_stream_failure_hint,
     status_from_fields,
 )
 
-__all__ = ["decode_openai_error", "encode_openai_error", "kind_from_fields", "status_from_fields"]
+__all__ = [
+    "decode_openai_error",
+    "encode_openai_error",
+    "kind_from_fields",
+    "openai_failure_hint",
+    "openai_rate_limit_wait",
+    "openai_stream_failure_hint",
+    "status_from_fields",
+]

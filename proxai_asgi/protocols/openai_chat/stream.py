@@ -110,7 +110,12 @@ def _stream_error(err: w.ErrorIn) -> c.StreamError:
     status = status_from_fields(err.type, err.code)
     kind: ErrorKind = kind_from_fields(err.type, err.code) or kind_for_status(status)
     message = err.message if isinstance(err.message, str) and err.message else None
-    return c.StreamError(status=status, kind=kind, message=message or "upstream stream error")
+    # The provider's code (``context_length_exceeded``, ``insufficient_quota``) for
+    # the failure's class; its type when it names no code.
+    code = next((v for v in (err.code, err.type) if isinstance(v, str) and v), None)
+    return c.StreamError(
+        status=status, kind=kind, message=message or "upstream stream error", code=code
+    )
 
 
 # ============================================================================ decoder

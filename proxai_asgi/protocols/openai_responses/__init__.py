@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, request, response, session
+from . import epilogue, errors, request, response, session
 from .errors import decode_openai_error, encode_openai_error
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 
@@ -42,6 +42,9 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     stream_decoder = ResponsesStreamDecoder
     decode_error = staticmethod(decode_openai_error)
     rate_limit_headers = staticmethod(ratelimit.for_openai_client)
+    failure_hint = staticmethod(errors.openai_failure_hint)
+    stream_failure_hint = staticmethod(errors.openai_stream_failure_hint)
+    rate_limit_wait = staticmethod(errors.openai_rate_limit_wait)
 
     # ---- pass-through
     stream_complete = staticmethod(epilogue.stream_complete)

@@ -3,6 +3,18 @@
 
 from __future__ import annotations
 
-from .._kit.openai_errors import decode_openai_error, encode_openai_error
+from .._kit.openai_errors import (
+    decode_openai_error,
+    encode_openai_error,
+    openai_failure_hint,
+    openai_rate_limit_wait,
+    openai_stream_failure_hint,
+)
 
-__all__ = ["decode_openai_error", "encode_openai_error"]
+__all__ = [
+    "decode_openai_error",
+    "encode_openai_error",
+    "openai_failure_hint",
+    "openai_rate_limit_wait",
+    "openai_stream_failure_hint",
+]

@@ -588,6 +588,9 @@ def _stream_error(code: str | int | None, type_: str | None, message: str | None
         status=status,
         kind=kind_for_status(status),
         message=message or "the upstream stream failed",
+        # ``context_length_exceeded``, ``insufficient_quota``, ``invalid_prompt``: what
+        # the failure's class is told by (the status guesses from words only).
+        code=code if isinstance(code, str) and code else type_ or None,
     )
 
 

@@ -385,7 +385,9 @@ def test_error_event_becomes_stream_error_with_status_from_its_type() -> None:
     )
     events = decode_stream(raw)
     check_canonical_stream(events)
-    assert events[-1] == c.StreamError(status=529, kind="overloaded", message="Overloaded")
+    assert events[-1] == c.StreamError(
+        status=529, kind="overloaded", message="Overloaded", code="overloaded_error"
+    )
 
 
 @pytest.mark.parametrize(
@@ -403,7 +405,7 @@ def test_error_event_before_message_start_is_a_stream_error(
 ) -> None:
     err = {"type": "error", "error": {"type": etype, "message": "m"}}
     events = decode_stream(frames(err, START))
-    assert events == [c.StreamError(status=status, kind=kind, message="m")]
+    assert events == [c.StreamError(status=status, kind=kind, message="m", code=etype)]
 
 
 def test_eof_before_message_stop_is_a_502_stream_error() -> None:

@@ -439,7 +439,9 @@ def test_decoder_error_chunk_becomes_a_stream_error_with_its_status(
     err: dict[str, Any], status: int, kind: str
 ) -> None:
     ev = run(ROLE, chunk({"content": "a"}), {"error": err})
-    assert ev[-1] == c.StreamError(status=status, kind=kind, message=err["message"])
+    # The provider's code travels with the error (its type when the code is none).
+    code = err.get("code") if isinstance(err.get("code"), str) else err["type"]
+    assert ev[-1] == c.StreamError(status=status, kind=kind, message=err["message"], code=code)
 
 
 def test_decoder_error_event_in_anthropic_shape_becomes_a_stream_error() -> None:
@@ -449,7 +451,7 @@ def test_decoder_error_event_in_anthropic_shape_becomes_a_stream_error() -> None
         b'"message":"Overloaded"} }'
     )
     assert dec.feed(SSEEvent("error", data)) == [
-        c.StreamError(status=529, kind="overloaded", message="Overloaded")
+        c.StreamError(status=529, kind="overloaded", message="Overloaded", code="overloaded_error")
     ]
     assert dec.close() == []
 

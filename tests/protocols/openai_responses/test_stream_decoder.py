@@ -589,12 +589,16 @@ def test_response_failed_with_an_error_is_a_stream_error() -> None:
             completed("failed", error={"code": "rate_limit_exceeded", "message": "quota"}),
         )
     )
-    assert events[-1] == c.StreamError(status=429, kind="rate_limit", message="quota")
+    assert events[-1] == c.StreamError(
+        status=429, kind="rate_limit", message="quota", code="rate_limit_exceeded"
+    )
 
 
 def test_an_error_before_response_created_is_still_a_stream_error() -> None:
     events = decode_stream(frames({"type": "error", "code": "server_error", "message": "down"}))
-    assert events == [c.StreamError(status=500, kind="api_error", message="down")]
+    assert events == [
+        c.StreamError(status=500, kind="api_error", message="down", code="server_error")
+    ]
 
 
 def test_eof_before_the_terminal_event_is_a_502_stream_error() -> None:
