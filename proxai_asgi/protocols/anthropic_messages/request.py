@@ -1,4 +1,6 @@
-"""Anthropic Messages request bodies: client body -> canonical, canonical -> upstream body.
+"""Anthropic Messages requests, in two halves: the client side (a client's body decoded
+into a ``canonical.Request``), then the upstream side (a canonical request encoded as
+an Anthropic upstream's body).
 
 Client side (``decode_request``): validation as strict as the real API and no stricter.
 Every field Claude Code sends is accepted; top-level fields with no canonical meaning
@@ -48,12 +50,12 @@ from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, system_placement, tool_results_follow, validate
 
+# ============================================== client side: the client's body -> canonical
+
 _request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.ClientMessagesRequest)
 # (for the error of a body whose call ``input`` is not an object: ``_decode_error``)
 _strict_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
-_encoder = msgspec.json.Encoder()
-_replace = msgspec.structs.replace
 _json = msgspec.json.Decoder()
 
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
@@ -68,26 +70,6 @@ RARE_FIELDS = absent(
 )
 _PATH = re.compile(r"`\$\.?([^`]*)`")
 _EFFORT_IN = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
-_EFFORT_OUT: dict[str, wire.Effort] = {
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "max",
-}
-_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-# base64 prefixes of the image formats Anthropic accepts, for data without a media type
-_IMAGE_MAGIC = (
-    ("/9j/", "image/jpeg"),
-    ("iVBORw0KGgo", "image/png"),
-    ("R0lGOD", "image/gif"),
-    ("UklGR", "image/webp"),
-)
-_DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-_TOOL_CHOICE_OUT: dict[str, Literal["auto", "none", "any"]] = {
-    "auto": "auto",
-    "none": "none",
-    "required": "any",
-}
 _TOOL_CHOICE_IN: dict[str, Literal["auto", "none", "required"]] = {
     "auto": "auto",
     "none": "none",
@@ -109,9 +91,6 @@ def _invalid(error: Exception, prefix: str = "") -> ProxyError:
 
 def _tag(block: msgspec.Struct) -> str:
     return str(block.__struct_config__.tag)
-
-
-# ====================================================================== client
 
 
 def _decode_body(body: bytes, report: TranslationReport) -> wire.ClientMessagesRequest:
@@ -363,7 +342,6 @@ def _check_answered(
 # text of the object, as ``response.arguments_json`` gives it, by a look-up shared with
 # Gemini's ``args`` (``json_objects.ARGUMENTS``: an agent loop resends every call).
 _ARGUMENTS_IN = json_objects.ARGUMENTS
-_RAW_OBJECTS = json_objects.RAW_OBJECTS
 
 
 def _arguments_in(raw: bytes) -> str:
@@ -682,7 +660,30 @@ def _reasoning_in(
     return rc
 
 
-# ==================================================================== upstream
+# ============================================ upstream side: canonical -> this upstream's body
+
+_encoder = msgspec.json.Encoder()
+_replace = msgspec.structs.replace
+_EFFORT_OUT: dict[str, wire.Effort] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "max",
+}
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+# base64 prefixes of the image formats Anthropic accepts, for data without a media type
+_IMAGE_MAGIC = (
+    ("/9j/", "image/jpeg"),
+    ("iVBORw0KGgo", "image/png"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+)
+_DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_TOOL_CHOICE_OUT: dict[str, Literal["auto", "none", "any"]] = {
+    "auto": "auto",
+    "none": "none",
+    "required": "any",
+}
 
 
 def encode_request(
@@ -1090,6 +1091,9 @@ _SAFE_IDS = ids.SAFE_IDS
 
 def _safe_id(call_id: str) -> str:
     return ids.safe_tool_id(call_id, "toolu_missing")
+
+
+_RAW_OBJECTS = json_objects.RAW_OBJECTS
 
 
 def _raw_input(arguments: str, i: int, j: int) -> msgspec.Raw:

@@ -1,5 +1,6 @@
-"""Gemini ``generateContent`` request bodies: client body -> canonical, canonical ->
-upstream body.
+"""Gemini ``generateContent`` requests, in two halves: the client side (a client's body
+decoded into a ``canonical.Request``), then the upstream side (a canonical request
+encoded as a Gemini upstream's body).
 
 The model and the stream flag are not in a Gemini body but in the URL
 (``/v1beta/models/{model}:streamGenerateContent``): ``decode_request`` takes them as
@@ -52,6 +53,8 @@ from . import signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel
 
+# ============================================== client side: the client's body -> canonical
+
 _json = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _PATH = re.compile(r"`\$\.?([^`]*)`")
@@ -87,20 +90,12 @@ DERIVED_CALL_PREFIX = "gcall_"
 EMPTY_TURN = "(no content)"  # the text of a user turn that holds none
 
 _MODE_IN = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
-_MODE_OUT = {"auto": "AUTO", "required": "ANY", "none": "NONE", "tool": "ANY"}
 _LEVEL_IN = {
     "MINIMAL": "minimal",
     "LOW": "low",
     "MEDIUM": "medium",
     "HIGH": "high",
     "XHIGH": "xhigh",
-}
-_LEVEL_OUT = {
-    "minimal": "minimal",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "high",
 }
 
 
@@ -150,9 +145,6 @@ def convert_request(data: dict[str, Any]) -> wire.GenerateContentRequest:
         return msgspec.convert(data, wire.GenerateContentRequest)
     except msgspec.ValidationError as e:
         raise _invalid(e) from None
-
-
-# ====================================================================== client
 
 
 def count_tokens_request(body: bytes) -> c.Request:
@@ -949,7 +941,16 @@ def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:
     return rc
 
 
-# ==================================================================== upstream
+# ============================================ upstream side: canonical -> this upstream's body
+
+_MODE_OUT = {"auto": "AUTO", "required": "ANY", "none": "NONE", "tool": "ANY"}
+_LEVEL_OUT = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+}
 
 
 def encode_request(

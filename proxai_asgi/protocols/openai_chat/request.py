@@ -1,4 +1,7 @@
-"""Chat Completions requests: client body -> canonical, canonical -> upstream body."""
+"""Chat Completions requests, in two halves: the client side (``decode_request``: a
+client's body decoded into a ``canonical.Request``, checked as OpenAI checks it), then
+the upstream side (``encode_request``: a canonical request encoded as a Chat upstream's
+body, with what Chat cannot carry reported)."""
 
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ from . import wire as w
 
 _REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
 _KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
-_ENC = msgspec.json.Encoder()
 _UNSET = msgspec.UNSET
 _copy = msgspec.structs.replace  # (a request's own copy of a canonical tool)
 
@@ -51,7 +53,7 @@ RARE_FIELDS = absent(
 )
 
 
-# ======================================================================== helpers
+# ============================================== client side: the client's body -> canonical
 
 
 def _invalid(message: str, param: str | None = None) -> ProxyError:
@@ -231,13 +233,6 @@ def format_in(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", **fmt["grammar"]}
 
 
-def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A canonical custom-tool ``format`` in Chat's nested grammar shape."""
-    if fmt is None or fmt.get("type") != "grammar" or "grammar" in fmt:
-        return fmt
-    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
-
-
 # A set of function tools as a client sent it, decoded once (never changed): the
 # declarations as ``w.ChatRequest`` holds them (their schemas as kept), and the canonical
 # tools made of them (copied for each request). (A plain pair: a NamedTuple's ``__new__``
@@ -405,9 +400,6 @@ def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
             description=js.description,
         )
     raise _invalid(f"response_format.type: unsupported value {rf.type!r}", "response_format.type")
-
-
-# ===================================================================== client side
 
 
 def _decode_body(
@@ -691,9 +683,17 @@ _SAME_NAMED = (
 )
 
 
-# =================================================================== upstream side
+# ============================================ upstream side: canonical -> this upstream's body
 
+_ENC = msgspec.json.Encoder()
 _SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
+
+
+def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A canonical custom-tool ``format`` in Chat's nested grammar shape."""
+    if fmt is None or fmt.get("type") != "grammar" or "grammar" in fmt:
+        return fmt
+    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
 def effort_for(reasoning: c.ReasoningConfig | None) -> str | None:

@@ -1,4 +1,6 @@
-"""Responses request bodies: client body -> canonical request, canonical -> upstream body."""
+"""Responses requests, in two halves: the client side (``decode_request``: a client's
+body decoded into a ``canonical.Request``), then the upstream side (``encode_request``:
+a canonical request encoded as a Responses upstream's body)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from . import wire as w
 from .response import reasoning_in
 
 T = TypeVar("T")
+
+# ============================================== client side: the client's body -> canonical
 
 # ------------------------------------------------------------------ decoders (reused)
 
@@ -98,7 +102,6 @@ _HOSTED_ITEMS = frozenset(
     }
 )
 
-_OPENAI_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
 # The Responses API rejects max_output_tokens below 16: from a Responses client that is
 # a 400; another client's smaller limit is raised to it and reported (``policy.token_limit``).
 MIN_OUTPUT_TOKENS = 16
@@ -130,9 +133,6 @@ def _decode(decoder: LazyDecoder[T], raw: Raw | bytes, path: str) -> T:
         raise _invalid(e, path) from None
     except UnicodeDecodeError as e:  # a Raw slice of the body holding invalid UTF-8
         raise _invalid(ValueError(f"the request body is not valid UTF-8 JSON: {e}"), path) from None
-
-
-# =================================================================== client -> canonical
 
 
 def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
@@ -674,7 +674,9 @@ def _reasoning_in(item: w.ReasoningItem) -> c.Reasoning:
     return reasoning_in(text, summary, item.encrypted_content, item.id)
 
 
-# ================================================================= canonical -> upstream
+# ============================================ upstream side: canonical -> this upstream's body
+
+_OPENAI_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
 
 
 def effort_for_budget(budget_tokens: int) -> str:
