@@ -44,6 +44,7 @@ from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absen
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit.fast_paths import FAST
 from .._kit.media import is_data_url, parse_data_url
 from . import cache_breakpoints, wire
 from .cache_breakpoints import MARKER
@@ -97,7 +98,7 @@ def _decode_body(body: bytes, report: TranslationReport) -> wire.ClientMessagesR
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``wire.ClientRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
-    one = _one_pass.decode(body, report)
+    one = _one_pass.decode(body, report) if FAST.on else None  # fast path of the two below
     if one is not None:
         return one
     try:
@@ -166,7 +167,8 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
     )
     if system_turns:
         out.system_turns = True
-    if not RARE_FIELDS(req):  # (the usual request has none of them: their code is skipped)
+    # fast path: the usual request has none of the rarer fields, whose code is skipped
+    if not (FAST.on and RARE_FIELDS(req)):
         out.top_p, out.top_k = req.top_p, req.top_k
         out.stop = list(req.stop_sequences or ())
         out.service_tier = req.service_tier
@@ -200,12 +202,14 @@ def _messages_in(
     pending: str | list[str] | None = None
     settled = True
     system_turns = False
+    fast = FAST.on
     for i, m in enumerate(wire_messages):
         content = m.content
-        # An agent loop's two turns first, whole: a user turn of one tool result that
+        # Fast path of the general walk below (``_user_turn``, ``_assistant_turn``): an
+        # agent loop's two turns first, whole: a user turn of one tool result that
         # answers the call before it (if any), and an assistant turn of a text and a
         # call (that follows no call). Neither can hold an empty text block.
-        if type(content) is list:
+        if fast and type(content) is list:
             if len(content) == 1:
                 if (
                     type(only := content[0]) is tool_result
@@ -484,8 +488,6 @@ def _user_turn(
 ) -> list[c.Message]:
     """A user turn: its tool_result blocks become a ``tool`` message placed before the
     rest of the turn's content (a second, ``user`` message)."""
-    if len(blocks) == 1 and type(blocks[0]) is wire.ToolResultBlock:  # an agent loop's turn
-        return [c.Message(role="tool", content=[_tool_result_in(blocks[0], i, 0, report)])]
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, b in enumerate(blocks):
@@ -559,7 +561,8 @@ def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
     decoded for ``_tools_in``; a set of usual ones only is looked up by its bytes (one
     hash of the whole set: a look-up per tool cost twice as much)."""
     key = bytes(raw_tools)
-    known = _TOOLS_IN.get(key)
+    fast = FAST.on
+    known = _TOOLS_IN.get(key) if fast else None  # fast path of the loop below
     if known is not None:
         return known  # type: ignore[return-value]
     decls = _json.decode(key)
@@ -574,8 +577,9 @@ def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
             raise ProxyError.invalid("tools: a tool must be an object", "tools")
         name, schema, about = decl.get("name"), decl.get("input_schema"), decl.get("description")
         mark = decl.get("cache_control")  # (SDK users mark the last tool to cache them all)
-        if (
-            type(name) is str
+        if (  # fast path of ``_tools_in``'s ``msgspec.convert``
+            fast
+            and type(name) is str
             and type(schema) is dict
             and (about is None or type(about) is str)
             and (mark is None or type(mark) is dict)
@@ -695,7 +699,7 @@ def encode_request(
     # entry peaks no higher than the others.
     fresh: list[list[wire.ToolParam | dict[str, Any]]] = []
     out = exact_json.encode_made(_encoder, _to_wire, request, report, options, fresh)
-    if fresh:
+    if fresh and FAST.on:
         _keep_tool_set(request.tools, fresh.pop())
     return out
 
@@ -706,7 +710,7 @@ def _to_wire(
     options: UpstreamOptions,
     fresh: list[list[wire.ToolParam | dict[str, Any]]],
 ) -> wire.UpstreamRequest:
-    if not RARE_REQUEST_FIELDS(request):
+    if not (FAST.on and RARE_REQUEST_FIELDS(request)):  # (fast path: none there)
         _check_fields(request, report)
     tools = _tools_out(request, report)
     tool_choice = _tool_choice_out(request, tools, report)
@@ -884,13 +888,14 @@ def _messages_out(
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     short: list[wire.InputMessage] = []
     thoughts_dropped = False
+    fast = FAST.on
     for i, m in enumerate(messages):
         parts_in = m.content
-        # An agent loop's usual turns, whole (no per-part loop, flags or branches): a
-        # tool turn of one result of one plain text, a turn of one text, and an
-        # assistant turn of a text then one call. The same blocks, and the same
-        # merge, as the loop below.
-        n = len(parts_in)
+        # Fast path of the loop below: an agent loop's usual turns, whole (no per-part
+        # loop, flags or branches): a tool turn of one result of one plain text, a turn
+        # of one text, and an assistant turn of a text then one call. The same blocks,
+        # and the same merge, as the loop.
+        n = len(parts_in) if fast else 0
         if n == 1:
             if (
                 type(p := parts_in[0]) is result
@@ -1001,7 +1006,8 @@ def _messages_out(
                         marked = True
                     append(text_block(text=p.text, cache_control=p.cache_control))
                     other = True
-            elif type(p) is call and assistant and p.kind != "custom":
+            elif fast and type(p) is call and assistant and p.kind != "custom":
+                # fast path of ``_part_out``: a function call, its input kept encoded
                 args = p.arguments
                 raw = raw_inputs(args) or _raw_input(args, i, _position(parts_in, p))
                 append(
@@ -1015,8 +1021,9 @@ def _messages_out(
                 # reasoning with no Anthropic signature (a Gemini thought signature, once
                 # per turn of a resent conversation): dropped as ``_thinking_out`` would
                 report.drop("reasoning")
-            elif (
-                type(p) is result
+            elif (  # fast path of ``_part_out``: a tool result
+                fast
+                and type(p) is result
                 and not assistant
                 and p.kind != "custom"
                 and p.call_id not in dropped_calls
@@ -1305,9 +1312,9 @@ def _tools_out(
 ) -> ToolSet | list[wire.ToolParam | dict[str, Any]]:
     """The body's ``tools``: a set kept as a whole (``_TOOL_SETS``), or one by one."""
     tools = request.tools
-    if not tools or request.hosted_tools:
+    if not tools or request.hosted_tools or not FAST.on:
         return _tools_general(request, report)
-    return _TOOL_SETS.get(tools) or _tools_general(request, report)
+    return _TOOL_SETS.get(tools) or _tools_general(request, report)  # (fast path of it)
 
 
 def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, Any]]) -> None:
