@@ -118,7 +118,7 @@ _SCHEMAS: list[dict[str, Any]] = [
 ]
 _NAMES = ["read", "write", "grep", "run"]
 _ARGS: list[str] = ['{"path": "a.py"}', "{}", '{"n":3,"tags":["x","y"]}', '{"q": "\\u00fc\\"\\n"}']
-_RESULTS = ["done", "", '{"ok": true}', "line 1\nline 2", "ü"]
+_RESULTS = ["done", "", '{"ok": true}', "line 1\nline 2\n", " ü"]
 _DATA = "aGk="
 
 
@@ -370,7 +370,7 @@ def _gemini(loop: dict[str, Any]) -> dict[str, Any]:
             parts += [{"text": turn[1]}] if turn[1] else []
             for k, (cid, name, args) in enumerate(turn[2]):
                 call: dict[str, Any] = {"name": name, "args": json.loads(args)}
-                if cid.endswith("3"):  # an id-less call
+                if not cid.endswith("3"):  # (call_3, call_13: id-less calls)
                     call["id"] = cid
                 part: dict[str, Any] = {"functionCall": call}
                 if k == 0 and loop["mark"]:
@@ -394,7 +394,7 @@ def _gemini(loop: dict[str, Any]) -> dict[str, Any]:
                     "name": name,
                     "response": {"error" if error else "output": said},
                 }
-                if cid.endswith("3"):
+                if not cid.endswith("3"):
                     answer["id"] = cid
                 parts.append({"functionResponse": answer})
             if turn[2]:
