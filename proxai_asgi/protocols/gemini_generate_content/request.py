@@ -1078,34 +1078,36 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
             turns.append(last)
             continue
         parts: list[wire.UpstreamPart] = []
-        if m.role == "assistant" and not fast:
+        if m.role == "assistant":
             role = "model"
-            parts = _model_out(m.content, names, report)
-        elif m.role == "assistant":  # fast path of ``_model_out``: texts and calls
-            role = "model"
-            first = True  # the first call gets the skip-validator signature (no Gemini's)
-            for p in m.content:
-                if type(p) is _ToolCall:
-                    call_id, arguments = p.id, p.arguments
-                    names[call_id] = name = p.name
-                    part: wire.UpstreamPart = _CallPart(
-                        _SKIP_VALIDATOR if first else None,
-                        _CallOut(
-                            name,
-                            (p.kind == "function" and _RAW_OBJECTS.recent(arguments))
-                            or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
-                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
-                        ),
-                    )
-                    first = False
-                elif type(p) is _Text:
-                    if not p.text:
-                        continue
-                    part = _TextPart(p.text)
-                else:  # a signature, a thought, media: the general walk, from the start
-                    parts = _model_out(m.content, names, report)
-                    break
-                parts.append(part)
+            if not fast:
+                parts = _model_out(m.content, names, report)
+            else:  # fast path of ``_model_out``: texts and calls
+                first = True  # the first call gets the skip-validator signature (no Gemini's)
+                for p in m.content:
+                    if type(p) is _ToolCall:
+                        call_id, arguments = p.id, p.arguments
+                        names[call_id] = name = p.name
+                        part: wire.UpstreamPart = _CallPart(
+                            _SKIP_VALIDATOR if first else None,
+                            _CallOut(
+                                name,
+                                (p.kind == "function" and _RAW_OBJECTS.recent(arguments))
+                                or (args_of or (args_of := _args_way(arguments)))(
+                                    arguments, p.kind
+                                ),
+                                None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                            ),
+                        )
+                        first = False
+                    elif type(p) is _Text:
+                        if not p.text:
+                            continue
+                        part = _TextPart(p.text)
+                    else:  # a signature, a thought, media: the general walk, from the start
+                        parts = _model_out(m.content, names, report)
+                        break
+                    parts.append(part)
         else:
             role = "user"
             for p in m.content:

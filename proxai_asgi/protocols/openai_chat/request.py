@@ -937,9 +937,10 @@ def _to_wire(
     call, tool_call, function_call, reasoning = c.ToolCall, w.ToolCall, w.FunctionCall, c.Reasoning
     fast = enc.fast
     for i, m in enumerate(request.messages):
-        if m.role == "assistant" and not fast:
-            enc.assistant(m)
-        elif m.role == "assistant":
+        if m.role == "assistant":
+            if not fast:
+                enc.assistant(m)
+                continue
             # fast path of ``enc.assistant``: the usual turn (plain texts and function
             # calls); anything else (a refusal, reasoning, a custom call, a marked text)
             # takes it.
