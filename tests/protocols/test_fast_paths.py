@@ -175,6 +175,16 @@ def loops(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+def _declared(
+    name: str, description: str | None, schema: dict[str, Any], key: str = "parameters"
+) -> dict[str, Any]:
+    """A function declaration, its schema under the protocol's ``key``."""
+    out: dict[str, Any] = {"name": name, key: schema}
+    if description is not None:
+        out["description"] = description
+    return out
+
+
 def _anthropic(loop: dict[str, Any]) -> dict[str, Any]:
     mark = {"type": "ephemeral"} if loop["mark"] else None
 
@@ -220,10 +230,7 @@ def _anthropic(loop: dict[str, Any]) -> dict[str, Any]:
             messages.append({"role": "system", "content": turn[1]})
     body: dict[str, Any] = {"model": "m", "max_tokens": 64, "messages": messages}
     if loop["tools"]:
-        body["tools"] = [
-            {"name": n, **({"description": d} if d is not None else {}), "input_schema": s}
-            for n, d, s in loop["tools"]
-        ]
+        body["tools"] = [_declared(*t, "input_schema") for t in loop["tools"]]
         if mark:
             body["tools"][-1]["cache_control"] = mark
     if loop["system"] is not None:
@@ -272,17 +279,7 @@ def _chat(loop: dict[str, Any]) -> dict[str, Any]:
             messages.append({"role": "system", "content": turn[1]})
     body: dict[str, Any] = {"model": "m", "messages": messages}
     if loop["tools"]:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": n,
-                    **({"description": d} if d is not None else {}),
-                    "parameters": s,
-                },
-            }
-            for n, d, s in loop["tools"]
-        ]
+        body["tools"] = [{"type": "function", "function": _declared(*t)} for t in loop["tools"]]
     if loop["choice"] == "auto":
         body["tool_choice"] = "auto"
     elif loop["choice"]:
@@ -332,15 +329,7 @@ def _responses(loop: dict[str, Any]) -> dict[str, Any]:
     if loop["system"]:
         body["instructions"] = loop["system"]
     if loop["tools"]:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": n,
-                **({"description": d} if d is not None else {}),
-                "parameters": s,
-            }
-            for n, d, s in loop["tools"]
-        ]
+        body["tools"] = [{"type": "function", **_declared(*t)} for t in loop["tools"]]
     if loop["choice"] == "auto":
         body["tool_choice"] = "auto"
     elif loop["choice"]:
@@ -407,16 +396,7 @@ def _gemini(loop: dict[str, Any]) -> dict[str, Any]:
         }
     if loop["tools"]:
         body["tools"] = [
-            {
-                "functionDeclarations": [
-                    {
-                        "name": n,
-                        **({"description": d} if d is not None else {}),
-                        "parametersJsonSchema": s,
-                    }
-                    for n, d, s in loop["tools"]
-                ]
-            }
+            {"functionDeclarations": [_declared(*t, "parametersJsonSchema") for t in loop["tools"]]}
         ]
     if loop["choice"] in (None, "auto"):
         pass
