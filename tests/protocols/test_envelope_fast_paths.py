@@ -1,9 +1,9 @@
 """The request codecs' fast path for the usual envelope (``codec.absent``): a request
 that sends none of the rarer request-level fields skips the code that handles them.
 Here every body is decoded (every canonical request encoded) twice, as production
-does and with the general path forced, and both must give the same canonical request
-(upstream bytes), the same report and the same error: the fast path is only a
-shortcut, never a different answer."""
+does and with the general path forced (``fast_paths.general_only``), and both must
+give the same canonical request (upstream bytes), the same report and the same error:
+the fast path is only a shortcut, never a different answer."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols._kit import tool_schemas
+from proxai_asgi.protocols._kit.fast_paths import general_only
 from proxai_asgi.protocols.anthropic_messages import request as anthropic_request
 from proxai_asgi.protocols.gemini_generate_content import request as gemini_request
 from proxai_asgi.protocols.openai_chat import request as chat_request
@@ -41,8 +42,7 @@ def _outcome(decode: Any, body: bytes) -> tuple[Any, ...]:
 
 def _both_paths(module: Any, body: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     fast = _outcome(module.decode_request, body)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(module, "RARE_FIELDS", lambda _struct: False)
+    with general_only():
         slow = _outcome(module.decode_request, body)
     return fast, slow
 
@@ -274,8 +274,7 @@ def _encoded_both_ways(module: Any, request: c.Request, lossy: bool) -> None:
         return ("ok", body, report.dropped)
 
     fast = outcome()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(module, "RARE_REQUEST_FIELDS", lambda _struct: False)
+    with general_only():
         slow = outcome()
     assert fast == slow
 
@@ -317,8 +316,7 @@ _TOOL_DECLARATIONS = st.lists(
 @given(_TOOL_DECLARATIONS)
 def test_anthropic_plain_tool_declarations_agree(tools: list[dict[str, Any]]) -> None:
     """The usual declaration is built without ``msgspec.convert``; with that path
-    turned off (no key count is plain) every declaration gives the same tools,
-    report and error."""
+    turned off every declaration gives the same tools, report and error."""
     body = msgspec.json.encode(
         {
             "model": "m",
@@ -328,7 +326,6 @@ def test_anthropic_plain_tool_declarations_agree(tools: list[dict[str, Any]]) ->
         }
     )
     fast = _outcome(anthropic_request.decode_request, body)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(anthropic_request, "_PLAIN_TOOL_KEY_COUNTS", (-1, -1))
+    with general_only():
         slow = _outcome(anthropic_request.decode_request, body)
     assert fast == slow

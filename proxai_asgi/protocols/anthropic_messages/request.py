@@ -1,4 +1,6 @@
-"""Anthropic Messages request bodies: client body -> canonical, canonical -> upstream body.
+"""Anthropic Messages requests, in two halves: the client side (a client's body decoded
+into a ``canonical.Request``), then the upstream side (a canonical request encoded as
+an Anthropic upstream's body).
 
 Client side (``decode_request``): validation as strict as the real API and no stricter.
 Every field Claude Code sends is accepted; top-level fields with no canonical meaning
@@ -42,18 +44,19 @@ from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absen
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit.fast_paths import FAST
 from .._kit.media import is_data_url, parse_data_url
 from . import cache_breakpoints, wire
 from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, system_placement, tool_results_follow, validate
 
+# ============================================== client side: the client's body -> canonical
+
 _request_decoder: LazyDecoder[wire.ClientMessagesRequest] = LazyDecoder(wire.ClientMessagesRequest)
 # (for the error of a body whose call ``input`` is not an object: ``_decode_error``)
 _strict_decoder: LazyDecoder[wire.MessagesRequest] = LazyDecoder(wire.MessagesRequest)
 _fields_decoder: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
-_encoder = msgspec.json.Encoder()
-_replace = msgspec.structs.replace
 _json = msgspec.json.Decoder()
 
 _KNOWN_FIELDS = frozenset(wire.MessagesRequest.__struct_fields__)
@@ -68,26 +71,6 @@ RARE_FIELDS = absent(
 )
 _PATH = re.compile(r"`\$\.?([^`]*)`")
 _EFFORT_IN = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
-_EFFORT_OUT: dict[str, wire.Effort] = {
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "max",
-}
-_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-# base64 prefixes of the image formats Anthropic accepts, for data without a media type
-_IMAGE_MAGIC = (
-    ("/9j/", "image/jpeg"),
-    ("iVBORw0KGgo", "image/png"),
-    ("R0lGOD", "image/gif"),
-    ("UklGR", "image/webp"),
-)
-_DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-_TOOL_CHOICE_OUT: dict[str, Literal["auto", "none", "any"]] = {
-    "auto": "auto",
-    "none": "none",
-    "required": "any",
-}
 _TOOL_CHOICE_IN: dict[str, Literal["auto", "none", "required"]] = {
     "auto": "auto",
     "none": "none",
@@ -111,14 +94,11 @@ def _tag(block: msgspec.Struct) -> str:
     return str(block.__struct_config__.tag)
 
 
-# ====================================================================== client
-
-
 def _decode_body(body: bytes, report: TranslationReport) -> wire.ClientMessagesRequest:
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``wire.ClientRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names."""
-    one = _one_pass.decode(body, report)
+    one = _one_pass.decode(body, report) if FAST.on else None  # fast path of the two below
     if one is not None:
         return one
     try:
@@ -187,7 +167,8 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
     )
     if system_turns:
         out.system_turns = True
-    if not RARE_FIELDS(req):  # (the usual request has none of them: their code is skipped)
+    # fast path: the usual request has none of the rarer fields, whose code is skipped
+    if not (FAST.on and RARE_FIELDS(req)):
         out.top_p, out.top_k = req.top_p, req.top_k
         out.stop = list(req.stop_sequences or ())
         out.service_tier = req.service_tier
@@ -221,12 +202,14 @@ def _messages_in(
     pending: str | list[str] | None = None
     settled = True
     system_turns = False
+    fast = FAST.on
     for i, m in enumerate(wire_messages):
         content = m.content
-        # An agent loop's two turns first, whole: a user turn of one tool result that
+        # Fast path of the general walk below (``_user_turn``, ``_assistant_turn``): an
+        # agent loop's two turns first, whole: a user turn of one tool result that
         # answers the call before it (if any), and an assistant turn of a text and a
         # call (that follows no call). Neither can hold an empty text block.
-        if type(content) is list:
+        if fast and type(content) is list:
             if len(content) == 1:
                 if (
                     type(only := content[0]) is tool_result
@@ -363,7 +346,6 @@ def _check_answered(
 # text of the object, as ``response.arguments_json`` gives it, by a look-up shared with
 # Gemini's ``args`` (``json_objects.ARGUMENTS``: an agent loop resends every call).
 _ARGUMENTS_IN = json_objects.ARGUMENTS
-_RAW_OBJECTS = json_objects.RAW_OBJECTS
 
 
 def _arguments_in(raw: bytes) -> str:
@@ -506,8 +488,6 @@ def _user_turn(
 ) -> list[c.Message]:
     """A user turn: its tool_result blocks become a ``tool`` message placed before the
     rest of the turn's content (a second, ``user`` message)."""
-    if len(blocks) == 1 and type(blocks[0]) is wire.ToolResultBlock:  # an agent loop's turn
-        return [c.Message(role="tool", content=[_tool_result_in(blocks[0], i, 0, report)])]
     results: list[c.Part] = []
     rest: list[c.Part] = []
     for j, b in enumerate(blocks):
@@ -581,7 +561,8 @@ def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
     decoded for ``_tools_in``; a set of usual ones only is looked up by its bytes (one
     hash of the whole set: a look-up per tool cost twice as much)."""
     key = bytes(raw_tools)
-    known = _TOOLS_IN.get(key)
+    fast = FAST.on
+    known = _TOOLS_IN.get(key) if fast else None  # fast path of the loop below
     if known is not None:
         return known  # type: ignore[return-value]
     decls = _json.decode(key)
@@ -596,8 +577,9 @@ def _declared(raw_tools: msgspec.Raw) -> list[c.Tool | dict[str, Any]]:
             raise ProxyError.invalid("tools: a tool must be an object", "tools")
         name, schema, about = decl.get("name"), decl.get("input_schema"), decl.get("description")
         mark = decl.get("cache_control")  # (SDK users mark the last tool to cache them all)
-        if (
-            type(name) is str
+        if (  # fast path of ``_tools_in``'s ``msgspec.convert``
+            fast
+            and type(name) is str
             and type(schema) is dict
             and (about is None or type(about) is str)
             and (mark is None or type(mark) is dict)
@@ -682,7 +664,30 @@ def _reasoning_in(
     return rc
 
 
-# ==================================================================== upstream
+# ============================================ upstream side: canonical -> this upstream's body
+
+_encoder = msgspec.json.Encoder()
+_replace = msgspec.structs.replace
+_EFFORT_OUT: dict[str, wire.Effort] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "max",
+}
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+# base64 prefixes of the image formats Anthropic accepts, for data without a media type
+_IMAGE_MAGIC = (
+    ("/9j/", "image/jpeg"),
+    ("iVBORw0KGgo", "image/png"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+)
+_DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_TOOL_CHOICE_OUT: dict[str, Literal["auto", "none", "any"]] = {
+    "auto": "auto",
+    "none": "none",
+    "required": "any",
+}
 
 
 def encode_request(
@@ -694,7 +699,7 @@ def encode_request(
     # entry peaks no higher than the others.
     fresh: list[list[wire.ToolParam | dict[str, Any]]] = []
     out = exact_json.encode_made(_encoder, _to_wire, request, report, options, fresh)
-    if fresh:
+    if fresh and FAST.on:
         _keep_tool_set(request.tools, fresh.pop())
     return out
 
@@ -705,7 +710,7 @@ def _to_wire(
     options: UpstreamOptions,
     fresh: list[list[wire.ToolParam | dict[str, Any]]],
 ) -> wire.UpstreamRequest:
-    if not RARE_REQUEST_FIELDS(request):
+    if not (FAST.on and RARE_REQUEST_FIELDS(request)):  # (fast path: none there)
         _check_fields(request, report)
     tools = _tools_out(request, report)
     tool_choice = _tool_choice_out(request, tools, report)
@@ -883,13 +888,14 @@ def _messages_out(
     unordered: list[wire.InputMessage] = []  # user turns with a result after another block
     short: list[wire.InputMessage] = []
     thoughts_dropped = False
+    fast = FAST.on
     for i, m in enumerate(messages):
         parts_in = m.content
-        # An agent loop's usual turns, whole (no per-part loop, flags or branches): a
-        # tool turn of one result of one plain text, a turn of one text, and an
-        # assistant turn of a text then one call. The same blocks, and the same
-        # merge, as the loop below.
-        n = len(parts_in)
+        # Fast path of the loop below: an agent loop's usual turns, whole (no per-part
+        # loop, flags or branches): a tool turn of one result of one plain text, a turn
+        # of one text, and an assistant turn of a text then one call. The same blocks,
+        # and the same merge, as the loop.
+        n = len(parts_in) if fast else 0
         if n == 1:
             if (
                 type(p := parts_in[0]) is result
@@ -1000,7 +1006,8 @@ def _messages_out(
                         marked = True
                     append(text_block(text=p.text, cache_control=p.cache_control))
                     other = True
-            elif type(p) is call and assistant and p.kind != "custom":
+            elif fast and type(p) is call and assistant and p.kind != "custom":
+                # fast path of ``_part_out``: a function call, its input kept encoded
                 args = p.arguments
                 raw = raw_inputs(args) or _raw_input(args, i, _position(parts_in, p))
                 append(
@@ -1014,8 +1021,9 @@ def _messages_out(
                 # reasoning with no Anthropic signature (a Gemini thought signature, once
                 # per turn of a resent conversation): dropped as ``_thinking_out`` would
                 report.drop("reasoning")
-            elif (
-                type(p) is result
+            elif (  # fast path of ``_part_out``: a tool result
+                fast
+                and type(p) is result
                 and not assistant
                 and p.kind != "custom"
                 and p.call_id not in dropped_calls
@@ -1090,6 +1098,9 @@ _SAFE_IDS = ids.SAFE_IDS
 
 def _safe_id(call_id: str) -> str:
     return ids.safe_tool_id(call_id, "toolu_missing")
+
+
+_RAW_OBJECTS = json_objects.RAW_OBJECTS
 
 
 def _raw_input(arguments: str, i: int, j: int) -> msgspec.Raw:
@@ -1301,9 +1312,9 @@ def _tools_out(
 ) -> ToolSet | list[wire.ToolParam | dict[str, Any]]:
     """The body's ``tools``: a set kept as a whole (``_TOOL_SETS``), or one by one."""
     tools = request.tools
-    if not tools or request.hosted_tools:
+    if not tools or request.hosted_tools or not FAST.on:
         return _tools_general(request, report)
-    return _TOOL_SETS.get(tools) or _tools_general(request, report)
+    return _TOOL_SETS.get(tools) or _tools_general(request, report)  # (fast path of it)
 
 
 def _keep_tool_set(tools: list[c.Tool], made: list[wire.ToolParam | dict[str, Any]]) -> None:

@@ -1,5 +1,6 @@
-"""Gemini ``generateContent`` request bodies: client body -> canonical, canonical ->
-upstream body.
+"""Gemini ``generateContent`` requests, in two halves: the client side (a client's body
+decoded into a ``canonical.Request``), then the upstream side (a canonical request
+encoded as a Gemini upstream's body).
 
 The model and the stream flag are not in a Gemini body but in the URL
 (``/v1beta/models/{model}:streamGenerateContent``): ``decode_request`` takes them as
@@ -47,10 +48,13 @@ from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit.fast_paths import FAST
 from .._kit.media import is_data_url, parse_data_url
 from . import signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel
+
+# ============================================== client side: the client's body -> canonical
 
 _json = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -87,20 +91,12 @@ DERIVED_CALL_PREFIX = "gcall_"
 EMPTY_TURN = "(no content)"  # the text of a user turn that holds none
 
 _MODE_IN = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
-_MODE_OUT = {"auto": "AUTO", "required": "ANY", "none": "NONE", "tool": "ANY"}
 _LEVEL_IN = {
     "MINIMAL": "minimal",
     "LOW": "low",
     "MEDIUM": "medium",
     "HIGH": "high",
     "XHIGH": "xhigh",
-}
-_LEVEL_OUT = {
-    "minimal": "minimal",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "high",
 }
 
 
@@ -152,9 +148,6 @@ def convert_request(data: dict[str, Any]) -> wire.GenerateContentRequest:
         raise _invalid(e) from None
 
 
-# ====================================================================== client
-
-
 def count_tokens_request(body: bytes) -> c.Request:
     """A ``countTokens`` body (``contents``, or a whole ``generateContentRequest``) as
     the canonical request it counts; lenient, as only an estimate comes of it."""
@@ -169,11 +162,11 @@ def count_tokens_request(body: bytes) -> c.Request:
 def decode_request(
     body: bytes, report: TranslationReport, model: str = "", stream: bool = False
 ) -> c.Request:
-    fast = _decode_camel(body)
-    if fast is not None:
+    camel = _decode_camel(body) if FAST.on else None  # fast path of the general one below
+    if camel is not None:
         try:
-            validate.check_request(fast[0])
-            return to_canonical(fast[0], report, model, stream, fast[1])
+            validate.check_request(camel[0])
+            return to_canonical(camel[0], report, model, stream, camel[1])
         except (_Decline, ProxyError):
             pass  # the general path's error: its typed decode checks every call's args
     req = convert_request(parse_body(body, report, check=True))
@@ -414,12 +407,13 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
     unanswered: list[tuple[str, str]] = []  # (name, id) of its calls not yet answered
     settled = True
     made: str | None = None  # the id of the latest call made (the one the usual answer names)
+    fast = FAST.on
     for i, content in enumerate(contents):
         role, parts = content.role, content.parts
         if role == "model":
-            # An agent loop's model turn, whole: a text, then a call (signed by Gemini or
-            # not); the same parts as the loop below makes of it.
-            if len(parts) == 2:
+            # Fast path of the loop below: an agent loop's model turn, whole: a text,
+            # then a call (signed by Gemini or not); the same parts as the loop makes.
+            if fast and len(parts) == 2:
                 said, p = parts
                 fc, signature = p.function_call, p.thought_signature
                 if (
@@ -493,8 +487,8 @@ def _contents_in(contents: list[wire.Content], report: TranslationReport) -> lis
             if other and settled:
                 settled = settles(out)
         elif not role or role == "user" or role == "function":
-            if len(parts) == 1 and (p := parts[0]).function_call is None:
-                # the usual user turns, as _user_turn makes them
+            if fast and len(parts) == 1 and (p := parts[0]).function_call is None:
+                # fast path of ``_user_turn``: the usual user turns, as it makes them
                 fr = p.function_response
                 if fr is None:
                     if p.text and not p.thought:  # a text
@@ -870,7 +864,7 @@ def _generation_config_in(
     out.top_p = g.top_p
     out.top_k = g.top_k
     out.stop = list(g.stop_sequences or ())
-    if not RARE_FIELDS(g):
+    if not (FAST.on and RARE_FIELDS(g)):  # (fast path: none of them there)
         _rare_generation_config_in(g, out, report)
     out.reasoning = _thinking_in(g.thinking_config)
 
@@ -949,7 +943,16 @@ def _thinking_in(t: wire.ThinkingConfig | None) -> c.ReasoningConfig | None:
     return rc
 
 
-# ==================================================================== upstream
+# ============================================ upstream side: canonical -> this upstream's body
+
+_MODE_OUT = {"auto": "AUTO", "required": "ANY", "none": "NONE", "tool": "ANY"}
+_LEVEL_OUT = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+}
 
 
 def encode_request(
@@ -961,7 +964,7 @@ def encode_request(
 def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamRequest:
     if request.system_turns:  # Gemini has no system turn in a conversation
         request = policy.hoist_system_turns(request, report)
-    if not RARE_REQUEST_FIELDS(request):
+    if not (FAST.on and RARE_REQUEST_FIELDS(request)):  # (fast path: none there)
         _check_fields(request, report)
     if request.parallel_tool_calls is False:
         report.drop("parallel_tool_calls")
@@ -1020,12 +1023,14 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
     answers: list[wire.UpstreamResponse] = []  # named once every call is known
     args_of: Callable[[str, str], msgspec.Raw | dict[str, Any]] | None = None  # (_args_way)
     mixed: list[wire.UpstreamTurn] = []  # user turns of several parts, to order
+    fast = FAST.on
     for m in messages:
-        # An agent loop's two turns, whole (no per-part loop, flags or merge): a tool
-        # turn of one result of one text, and an assistant turn of a text then one call,
-        # each after a turn of the other role. The same parts as the loop below makes.
+        # Fast path of the loop below: an agent loop's two turns, whole (no per-part
+        # loop, flags or merge): a tool turn of one result of one text, and an assistant
+        # turn of a text then one call, each after a turn of the other role. The same
+        # parts as the loop makes.
         content = m.content
-        n = len(content)
+        n = len(content) if fast else 0
         if n == 1:
             if (
                 type(p := content[0]) is _ToolResult
@@ -1075,33 +1080,40 @@ def _contents_out(messages: list[c.Message], report: TranslationReport) -> list[
         parts: list[wire.UpstreamPart] = []
         if m.role == "assistant":
             role = "model"
-            first = True  # the first call gets the skip-validator signature (no Gemini's)
-            for p in m.content:
-                if type(p) is _ToolCall:
-                    call_id, arguments = p.id, p.arguments
-                    names[call_id] = name = p.name
-                    part: wire.UpstreamPart = _CallPart(
-                        _SKIP_VALIDATOR if first else None,
-                        _CallOut(
-                            name,
-                            (p.kind == "function" and _RAW_OBJECTS.recent(arguments))
-                            or (args_of or (args_of := _args_way(arguments)))(arguments, p.kind),
-                            None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
-                        ),
-                    )
-                    first = False
-                elif type(p) is _Text:
-                    if not p.text:
-                        continue
-                    part = _TextPart(p.text)
-                else:  # a signature, a thought, media: the general walk, from the start
-                    parts = _model_out(m.content, names, report)
-                    break
-                parts.append(part)
+            if not fast:
+                parts = _model_out(m.content, names, report)
+            else:  # fast path of ``_model_out``: texts and calls
+                first = True  # the first call gets the skip-validator signature (no Gemini's)
+                for p in m.content:
+                    if type(p) is _ToolCall:
+                        call_id, arguments = p.id, p.arguments
+                        names[call_id] = name = p.name
+                        part: wire.UpstreamPart = _CallPart(
+                            _SKIP_VALIDATOR if first else None,
+                            _CallOut(
+                                name,
+                                (p.kind == "function" and _RAW_OBJECTS.recent(arguments))
+                                or (args_of or (args_of := _args_way(arguments)))(
+                                    arguments, p.kind
+                                ),
+                                None if _DERIVED_LOW <= call_id < _DERIVED_HIGH else call_id,
+                            ),
+                        )
+                        first = False
+                    elif type(p) is _Text:
+                        if not p.text:
+                            continue
+                        part = _TextPart(p.text)
+                    else:  # a signature, a thought, media: the general walk, from the start
+                        parts = _model_out(m.content, names, report)
+                        break
+                    parts.append(part)
         else:
             role = "user"
             for p in m.content:
-                if type(p) is _ToolResult:
+                if not fast:
+                    pass
+                elif type(p) is _ToolResult:  # fast path of ``_user_part_out``
                     call_id, result = p.call_id, p.content
                     text = result[0] if len(result) == 1 else None
                     if (
@@ -1228,17 +1240,13 @@ def _model_out(
 
 
 def result_response_out(p: c.ToolResult, report: TranslationReport) -> dict[str, Any]:
-    content = p.content
-    if len(content) == 1 and type(content[0]) is c.Text:  # the usual result: one text
-        text = content[0].text
-    else:
-        texts: list[str] = []
-        for x in content:
-            if type(x) is c.Text or type(x) is c.Refusal:
-                texts.append(x.text)
-            else:
-                report.drop(f"tool_result.content.{type(x).__struct_config__.tag}")
-        text = "".join(texts)
+    texts: list[str] = []
+    for x in p.content:
+        if type(x) is c.Text or type(x) is c.Refusal:
+            texts.append(x.text)
+        else:
+            report.drop(f"tool_result.content.{type(x).__struct_config__.tag}")
+    text = "".join(texts)
     key = "error" if p.is_error else "output"
     if text[:1] == "{" and not p.is_error:
         try:

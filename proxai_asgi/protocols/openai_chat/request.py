@@ -1,4 +1,7 @@
-"""Chat Completions requests: client body -> canonical, canonical -> upstream body."""
+"""Chat Completions requests, in two halves: the client side (``decode_request``: a
+client's body decoded into a ``canonical.Request``, checked as OpenAI checks it), then
+the upstream side (``encode_request``: a canonical request encoded as a Chat upstream's
+body, with what Chat cannot carry reported)."""
 
 from __future__ import annotations
 
@@ -16,13 +19,13 @@ from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, openai_checks, policy, tool_schemas
+from .._kit.fast_paths import FAST
 from .._kit.media import data_url, parse_data_url
 from . import validate
 from . import wire as w
 
 _REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
 _KEYS_DEC: LazyDecoder[dict[str, msgspec.Raw]] = LazyDecoder(dict[str, msgspec.Raw])
-_ENC = msgspec.json.Encoder()
 _UNSET = msgspec.UNSET
 _copy = msgspec.structs.replace  # (a request's own copy of a canonical tool)
 
@@ -51,7 +54,7 @@ RARE_FIELDS = absent(
 )
 
 
-# ======================================================================== helpers
+# ============================================== client side: the client's body -> canonical
 
 
 def _invalid(message: str, param: str | None = None) -> ProxyError:
@@ -231,13 +234,6 @@ def format_in(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "grammar", **fmt["grammar"]}
 
 
-def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A canonical custom-tool ``format`` in Chat's nested grammar shape."""
-    if fmt is None or fmt.get("type") != "grammar" or "grammar" in fmt:
-        return fmt
-    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
-
-
 # A set of function tools as a client sent it, decoded once (never changed): the
 # declarations as ``w.ChatRequest`` holds them (their schemas as kept), and the canonical
 # tools made of them (copied for each request). (A plain pair: a NamedTuple's ``__new__``
@@ -407,9 +403,6 @@ def _response_format(rf: w.ResponseFormat | None) -> c.ResponseFormat | None:
     raise _invalid(f"response_format.type: unsupported value {rf.type!r}", "response_format.type")
 
 
-# ===================================================================== client side
-
-
 def _decode_body(
     body: bytes, report: TranslationReport
 ) -> tuple[w.ChatRequest, tuple[c.Tool, ...] | None]:
@@ -417,7 +410,8 @@ def _decode_body(
     ones (``w.ClientChatRequest``); other top-level fields are dropped and reported in
     body order, which takes a second parse for their names. With it, the canonical
     tools of a set of function tools (``_tool_defs_in``), else None."""
-    one = _ONE_PASS.decode(body, report)
+    # fast path of the two parses below (and, for a set of function tools, of ``_tools``)
+    one = _ONE_PASS.decode(body, report) if FAST.on else None
     if one is not None:
         if not one.tools:
             return one, None
@@ -468,6 +462,7 @@ def _messages_in(
     user_message, assistant_message, tool_message = w.UserMessage, w.AssistantMessage, w.ToolMessage
     text, call, result, message = c.Text, c.ToolCall, c.ToolResult, c.Message
     unset = _UNSET
+    fast = FAST.on
     for m in ms:
         if type(m) is tool_message:
             call_id = m.tool_call_id
@@ -479,7 +474,7 @@ def _messages_in(
             else:
                 settled = False  # (it may answer an earlier call: check_request looks)
             content = m.content
-            if type(content) is str:
+            if fast and type(content) is str:  # fast path of ``_tool_content``
                 r = result(call_id=call_id, content=[text(text=content)] if content else [])
             else:
                 r = result(call_id=call_id, content=_tool_content(content, ms, m))
@@ -498,8 +493,9 @@ def _messages_in(
         if type(m) is assistant_message:
             said = m.content  # a string, or none beside tool calls
             calls = m.tool_calls
-            if (
-                type(said) is str
+            if (  # fast path of the walk below, for the usual turn: no ``pending`` dict
+                fast
+                and type(said) is str
                 and said
                 and calls is not None
                 and len(calls) == 1
@@ -524,8 +520,9 @@ def _messages_in(
                     tools = None
                     continue
             parts: list[c.Part] | None = None
-            if (
-                (type(said) is str or said is None or said is unset)
+            if (  # fast path of ``_assistant`` (below), for texts and function calls
+                fast
+                and (type(said) is str or said is None or said is unset)
                 and m.refusal is None
                 and m.reasoning_content is None
                 and m.reasoning is None
@@ -563,9 +560,9 @@ def _messages_in(
             tools = None
         elif type(m) is user_message:
             words = m.content
-            if type(words) is str:
-                if not words:
-                    suspect = True  # an empty user message
+            if type(words) is str and not words:
+                suspect = True  # an empty user message
+            if fast and type(words) is str:  # fast path of ``_user_content``
                 messages.append(message(role="user", content=[text(text=words)]))
             else:
                 messages.append(message(role="user", content=_user_content(words, ms, m)))
@@ -611,16 +608,14 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     include_usage = False
     options = req.stream_options
     if options:
-        if len(options) == 1 and "include_usage" in options:  # the usual one
-            include_usage = options["include_usage"] is True
-        else:
-            for k, v in options.items():
-                if k == "include_usage":
-                    include_usage = v is True
-                else:
-                    report.drop(f"stream_options.{k}")
+        for k, v in options.items():
+            if k == "include_usage":
+                include_usage = v is True
+            else:
+                report.drop(f"stream_options.{k}")
 
-    usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
+    # fast path of ``_rare_reports``/``_rare_fields_in``: none of the rarer fields
+    usual = FAST.on and RARE_FIELDS(req)
     if not usual:
         _rare_reports(req, report)
     if made is not None and usual:  # (a legacy ``functions`` list is a rarer field)
@@ -691,9 +686,17 @@ _SAME_NAMED = (
 )
 
 
-# =================================================================== upstream side
+# ============================================ upstream side: canonical -> this upstream's body
 
+_ENC = msgspec.json.Encoder()
 _SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
+
+
+def format_out(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A canonical custom-tool ``format`` in Chat's nested grammar shape."""
+    if fmt is None or fmt.get("type") != "grammar" or "grammar" in fmt:
+        return fmt
+    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
 
 
 def effort_for(reasoning: c.ReasoningConfig | None) -> str | None:
@@ -722,6 +725,7 @@ class _Encoder:
         self.report = report
         self.options = options
         self.messages: list[w.Message] = []
+        self.fast = FAST.on
 
     def system_turn(self, m: c.Message) -> w.SystemMessage | None:
         """A ``system`` turn (text only) as a system message, its texts in one string
@@ -765,7 +769,7 @@ class _Encoder:
                 self.report.drop(f"assistant.reasoning.{opaque}")
 
     def user(self, m: c.Message, i: int) -> None:
-        if len(m.content) == 1:  # the usual user turn: one plain text, in the short form
+        if self.fast and len(m.content) == 1:  # fast path of the loop below: one plain text
             only = m.content[0]
             if type(only) is c.Text and only.cache_control is None:
                 self.messages.append(w.UserMessage(content=only.text))
@@ -869,7 +873,7 @@ class _Encoder:
             if p.cache_control is not None:
                 self.report.drop("cache_control")
             content = p.content
-            if len(content) == 1 and type(content[0]) is c.Text:  # the usual result
+            if self.fast and len(content) == 1 and type(content[0]) is c.Text:  # (fast path)
                 self.messages.append(w.ToolMessage(tool_call_id=p.call_id, content=content[0].text))
                 continue
             texts: list[str] = []
@@ -931,10 +935,15 @@ def _to_wire(
             enc.messages.append(w.SystemMessage(content=system))
     result, text, tool_message, out_messages = c.ToolResult, c.Text, w.ToolMessage, enc.messages
     call, tool_call, function_call, reasoning = c.ToolCall, w.ToolCall, w.FunctionCall, c.Reasoning
+    fast = enc.fast
     for i, m in enumerate(request.messages):
         if m.role == "assistant":
-            # The usual turn (plain texts and function calls) inline; anything else
-            # (a refusal, reasoning, a custom call, a marked text) takes ``assistant``.
+            if not fast:
+                enc.assistant(m)
+                continue
+            # fast path of ``enc.assistant``: the usual turn (plain texts and function
+            # calls); anything else (a refusal, reasoning, a custom call, a marked text)
+            # takes it.
             texts: list[str] = []
             calls: list[w.ToolCall] = []
             for p in m.content:
@@ -967,7 +976,7 @@ def _to_wire(
                 out_messages.append(instruction)
         else:
             parts = m.content
-            if len(parts) == 1:  # the usual tool turn: one result of one text, inline
+            if fast and len(parts) == 1:  # fast path of ``enc.tool``: one result of one text
                 p = parts[0]
                 if (
                     type(p) is result

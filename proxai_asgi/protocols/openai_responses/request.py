@@ -1,4 +1,6 @@
-"""Responses request bodies: client body -> canonical request, canonical -> upstream body."""
+"""Responses requests, in two halves: the client side (``decode_request``: a client's
+body decoded into a ``canonical.Request``), then the upstream side (``encode_request``:
+a canonical request encoded as a Responses upstream's body)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,15 @@ from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
 from .._kit import exact_json, policy, tool_schemas
+from .._kit.fast_paths import FAST
 from .._kit.media import data_url, is_data_url, parse_data_url
 from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
 from . import wire as w
 from .response import reasoning_in
 
 T = TypeVar("T")
+
+# ============================================== client side: the client's body -> canonical
 
 # ------------------------------------------------------------------ decoders (reused)
 
@@ -98,7 +103,6 @@ _HOSTED_ITEMS = frozenset(
     }
 )
 
-_OPENAI_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
 # The Responses API rejects max_output_tokens below 16: from a Responses client that is
 # a 400; another client's smaller limit is raised to it and reported (``policy.token_limit``).
 MIN_OUTPUT_TOKENS = 16
@@ -132,17 +136,15 @@ def _decode(decoder: LazyDecoder[T], raw: Raw | bytes, path: str) -> T:
         raise _invalid(ValueError(f"the request body is not valid UTF-8 JSON: {e}"), path) from None
 
 
-# =================================================================== client -> canonical
-
-
 def _decode_body(body: bytes, report: TranslationReport) -> w.CreateRequest:
     """The body, in one parse when it holds only known fields and the declared dropped
     ones (``w.ClientCreateRequest``); otherwise its keys are parsed first: dropped
     fields are reported in body order, stateful ones rejected, before the body itself
     is validated."""
-    one = _typed_pass.decode(body, report) or _one_pass.decode(body, report)
-    if one is not None:
-        return one
+    if FAST.on:  # fast path of the parses below
+        one = _typed_pass.decode(body, report) or _one_pass.decode(body, report)
+        if one is not None:
+            return one
     try:
         keys = _body_keys.decode(body)
     except msgspec.ValidationError:
@@ -224,7 +226,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
             summary=req.reasoning.summary or req.reasoning.generate_summary,
         )
 
-    usual = RARE_FIELDS(req)  # none of the rarer fields: their code is skipped
+    usual = FAST.on and RARE_FIELDS(req)  # fast path: the rarer fields' code skipped
     # ``safety_identifier`` replaces ``user``: it wins when both are sent.
     if not usual and req.user is not None and req.safety_identifier not in (None, req.user):
         report.drop("user")
@@ -284,7 +286,8 @@ def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
     no hosted tool (Codex's: functions and its custom ``apply_patch``) is looked up by
     its bytes (one hash of the whole set: a look-up per tool cost twice as much)."""
     key = b",".join(raws)  # (each a whole JSON value: no two sets give the same key)
-    known = _TOOLS_IN.get(key)
+    fast = FAST.on
+    known = _TOOLS_IN.get(key) if fast else None  # fast path of the loop below
     if known is not None:
         return known
     tools: list[c.Tool] = []
@@ -314,7 +317,7 @@ def _tools_in(raws: list[Raw], hosted: list[c.HostedTool]) -> list[c.Tool]:
                     name=tool.name, kind="custom", description=tool.description, format=tool.format
                 )
             )
-    if no_hosted:
+    if no_hosted and fast:
         _TOOLS_IN.put(key, tools)
     return tools
 
@@ -396,6 +399,7 @@ def _input_messages(
     calls: dict[str, None] = {}
     answered: set[str] = set()
     settled = True  # no media so far (see ``report.settled``)
+    fast = FAST.on
     # Items come typed from the one-parse decoder, raw from the general path (decoded
     # one at a time, as the walk reaches them, so errors keep the items' order).
     typed = enumerate(input) if type(input[0]) is not Raw else _decoded_items(input, report)
@@ -416,10 +420,10 @@ def _input_messages(
         elif type(item) is output:
             out = item.output
             answered.add(item.call_id)
-            if type(out) is str:
+            if fast and type(out) is str:  # fast path of ``_output``
                 got: list[c.Part] = [text(text=out)] if out else []
             else:
-                got = _parts(out, i, "output")
+                got = _output(out, i)
                 if settled:
                     settled = settles(got)
             part = tool_result(call_id=item.call_id, content=got)
@@ -431,8 +435,8 @@ def _input_messages(
         elif type(item) is message:
             if item.role == "user":
                 content = item.content
-                if len(content) == 1 and type(only := content[0]) is input_text:
-                    turn = [text(text=only.text)]  # the usual one: an input_text
+                if fast and len(content) == 1 and type(only := content[0]) is input_text:
+                    turn = [text(text=only.text)]  # fast path of ``_parts``: an input_text
                 else:
                     _user_parts_only(content, i)
                     turn = _parts(content, i)
@@ -442,8 +446,8 @@ def _input_messages(
                 messages.append(new_message(role="user", content=turn))
             elif item.role == "assistant":
                 content = item.content
-                if len(content) == 1 and type(only := content[0]) is assistant_text:
-                    said: list[c.Part] = [text(text=only.text)]  # the usual one: output_text
+                if fast and len(content) == 1 and type(only := content[0]) is assistant_text:
+                    said: list[c.Part] = [text(text=only.text)]  # fast path of ``_parts``
                 else:
                     said = _parts(content, i)
                     if settled:
@@ -535,7 +539,9 @@ def _decode_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | N
     A conversation opens with a message, so the first item is tried as one first;
     later items through the union first. An item both refuse takes the careful path.
     None: the item was dropped."""
-    item: w.InputItem
+    if not FAST.on:
+        return _careful_item(raw, i, report)
+    item: w.InputItem  # fast path of ``_careful_item``: one parse
     try:
         item = (_any_item if i else _message_item).decode(raw)
         return item
@@ -674,7 +680,9 @@ def _reasoning_in(item: w.ReasoningItem) -> c.Reasoning:
     return reasoning_in(text, summary, item.encrypted_content, item.id)
 
 
-# ================================================================= canonical -> upstream
+# ============================================ upstream side: canonical -> this upstream's body
+
+_OPENAI_SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
 
 
 def effort_for_budget(budget_tokens: int) -> str:
@@ -873,10 +881,13 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
     text, call, result = c.Text, c.ToolCall, c.ToolResult
     call_item, output_item = w.FunctionCallItem, w.FunctionCallOutputItem
     message_item, assistant_text, reasoning = w.MessageItem, w.AssistantText, c.Reasoning
+    fast = FAST.on
     for m in messages:
         role = m.role
         start = len(items)
-        if role == "tool":  # the usual tool turn: results of one text each
+        if not fast:
+            pass
+        elif role == "tool":  # fast path of ``_message_items``: results of one text each
             for p in m.content:
                 if (
                     type(p) is result
@@ -894,7 +905,7 @@ def _input_items(messages: list[c.Message], report: TranslationReport) -> list[A
             else:
                 continue
             del items[start:]  # (the general path redoes them)
-        elif role == "assistant":  # the usual assistant turn: plain texts, function calls
+        elif role == "assistant":  # (fast path, likewise): plain texts, function calls
             said: list[Any] | None = None  # the texts since the last item (made by the first)
             for p in m.content:
                 if type(p) is call and p.kind == "function":
