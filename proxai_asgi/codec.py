@@ -152,6 +152,11 @@ class Codec(Protocol):
     # the upstream speaks another protocol.
     serves_websocket: bool
     stateful: bool
+    # Upstream side: how an answer cut after its first content is finished here unless
+    # ``UpstreamOptions.continuation`` says otherwise (``routing/continuation.py``):
+    # "prefill" (a final assistant turn holding the text sent is continued) or
+    # "restart" (asked again; only what extends the text sent is released).
+    continues: Literal["prefill", "restart"]
 
     def serves(self, path: str) -> Served | None:
         """The method a client path names, or None when it is not this protocol's."""
@@ -231,11 +236,23 @@ class Codec(Protocol):
         ...
 
     # ---- pass-through
+    def resume(self, encoder: StreamEncoder, relayed: bytes) -> None:
+        """Client side: ``encoder`` was fed the events decoded from ``relayed`` (this
+        protocol's bytes, relayed unchanged); set what they say that the events do not
+        (numbering, item ids), so what ``encoder`` writes next continues them."""
+        ...
+
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
         """What a relayed stream of this protocol still needs at its end: nothing when
         it reached its terminal event, else the protocol's terminal error (``error``,
         or a default saying the stream ended early), continuing the stream's own ids."""
         ...
+
+
+def nothing_to_resume(encoder: StreamEncoder, relayed: bytes) -> None:
+    """``Codec.resume`` of a protocol whose stream encoder continues relayed bytes as
+    the replayed events leave it (its ids come from the upstream's, its indices from
+    the blocks)."""
 
 
 def fold(events: Sequence[c.StreamEvent]) -> c.Response:

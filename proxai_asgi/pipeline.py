@@ -30,7 +30,12 @@ logger = logging.getLogger("proxai_asgi")
 _DELTA, _START, _STOP = c.BlockDelta, c.BlockStart, c.BlockStop
 _MESSAGE_START, _FINISH, _ERROR = c.MessageStart, c.Finish, c.StreamError
 
+# What a client's stream encoder was given, in order (``routing.continuation.Sent``):
+# each event, or a run of text deltas of one block given in one go (``_runs``).
+Logged = c.StreamEvent | tuple[int, list[str]]
+
 __all__ = [
+    "Logged",
     "StreamCollector",
     "StreamTranslator",
     "Translation",
@@ -142,27 +147,37 @@ class StreamTranslator:
     terminal error and sets ``done``. After ``done`` further input is ignored. What it
     learned on the way: ``model``, ``usage``, the ``error`` that cut it short, and
     whether a tool call is half sent (``tool_open``, for the stall watchdog).
+
+    ``sent`` (a ``routing.continuation.Sent``'s ``log``): every event given to the
+    client's encoder is appended to it, and a failure (the upstream's error event, a
+    stream that ended early or could not be read) is held back instead of sent:
+    ``done`` and ``held`` are set, and the caller either finishes the answer with a
+    continuation (``encoder`` is the client's) or ends it with ``fail``.
     """
 
     __slots__ = (
         "_decoder",
         "_encoder",
+        "_log",
         "_open_tools",
         "_sse",
         "_unwrap",
         "done",
         "error",
+        "held",
         "model",
         "usage",
     )
 
-    def __init__(self, translation: Translation) -> None:
+    def __init__(self, translation: Translation, sent: list[Logged] | None = None) -> None:
         self._sse = SSEDecoder()
         self._decoder = translation.target.stream_decoder()
         self._encoder: StreamEncoder = translation.client.stream_encoder(translation.request)
         wrapped = translation.wrapped
         self._unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
         self._open_tools: set[int] = set()
+        self._log = sent
+        self.held: ProxyError | None = None  # the failure held back (with ``sent``)
         self.done = False
         # What ended the stream on this side: an upstream stream that could not be read,
         # a stall, a bug (an error the upstream sent in its stream is just its end).
@@ -173,6 +188,11 @@ class StreamTranslator:
     @property
     def tool_open(self) -> bool:
         return bool(self._open_tools)
+
+    @property
+    def encoder(self) -> StreamEncoder:
+        """The client's stream encoder (a continuation goes on through it)."""
+        return self._encoder
 
     def feed(self, data: bytes) -> bytes:
         if self.done:
@@ -216,10 +236,12 @@ class StreamTranslator:
         return bytes(out)
 
     def fail(self, error: ProxyError) -> bytes:
-        """End the stream with ``error`` (a stall, a broken connection)."""
-        if self.done:
+        """End the stream with ``error`` (a stall, a broken connection; with ``sent``,
+        also after a failure was held back)."""
+        if self.done and self.held is None:
             return b""
         self.done = True
+        self.held = None
         return self._error_bytes(error)
 
     # ------------------------------------------------------------------ inside
@@ -240,6 +262,8 @@ class StreamTranslator:
                 end, index, texts = run(events, i)
                 if texts:
                     out += deltas(index, texts)
+                    if self._log is not None:
+                        self._log.append((index, texts))
                 if end == n:
                     return
                 trying = end > i
@@ -253,20 +277,30 @@ class StreamTranslator:
     def _emit(self, events: list[c.StreamEvent], out: bytearray) -> bool:
         encode = self._encoder.encode
         unwrap = self._unwrap
+        log = self._log
         for ev in events:
             kind = type(ev)
             if kind is _DELTA and unwrap is None:  # the hot path: nothing to note
                 out += encode(ev)
+                if log is not None:
+                    log.append(ev)
                 continue
+            if kind is _ERROR and log is not None:
+                err = cast(c.StreamError, ev)
+                return self._hold(ProxyError(err.status, err.message, kind=err.kind))  # type: ignore[arg-type]
             if kind is _START and cast(c.BlockStart, ev).kind == "tool_call":
                 self._open_tools.add(cast(c.BlockStart, ev).index)
             elif kind is _STOP:
                 self._open_tools.discard(cast(c.BlockStop, ev).index)
             if unwrap is None:
                 out += encode(ev)
+                if log is not None:
+                    log.append(ev)
             else:
                 for e in unwrap.feed(ev):
                     out += encode(e)
+                    if log is not None:
+                        log.append(e)
             if kind is _MESSAGE_START:
                 self.model = cast(c.MessageStart, ev).model
             elif kind is _FINISH:
@@ -278,15 +312,25 @@ class StreamTranslator:
                 return True
         return False
 
+    def _hold(self, error: ProxyError) -> bool:
+        self.done = True
+        self.held = error
+        return True
+
     def _failure(self, exc: Exception) -> bytes:
         self.done = True
         if isinstance(exc, ProxyError):
+            if self._log is not None:
+                self.error = exc
+                self._hold(exc)
+                return b""
             return self._error_bytes(exc)
         logger.exception("stream translation failed", exc_info=exc)
         return self._error_bytes(ProxyError(500, "internal error in the proxy", kind="api_error"))
 
     def _error_bytes(self, error: ProxyError) -> bytes:
         self.error = error
-        return self._encoder.encode(
-            c.StreamError(status=error.status, kind=error.kind, message=error.message)
-        )
+        ev = c.StreamError(status=error.status, kind=error.kind, message=error.message)
+        if self._log is not None:
+            self._log.append(ev)
+        return self._encoder.encode(ev)

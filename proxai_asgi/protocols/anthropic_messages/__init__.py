@@ -8,8 +8,9 @@ Anthropic-compatible servers. ``CODEC`` declares which module does each part of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
-from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from . import epilogue, errors, models, request, response
 from .stream import AnthropicStreamDecoder, AnthropicStreamEncoder
@@ -35,6 +36,9 @@ class AnthropicMessagesCodec(BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    # Anthropic continues a final assistant turn (some newest models reject it:
+    # ``UpstreamOptions.continuation = "restart"`` for those).
+    continues: Literal["prefill", "restart"] = "prefill"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
@@ -61,6 +65,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     model_ids = staticmethod(models.model_ids)
 
     # ---- pass-through
+    resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -10,7 +10,9 @@ them from the caller.
 
 from __future__ import annotations
 
-from ...codec import Codec, ProtocolName, UpstreamOptions
+from typing import Literal
+
+from ...codec import Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from . import epilogue, errors, models, paths, request, response
 from .stream import GeminiStreamDecoder, GeminiStreamEncoder
@@ -28,6 +30,8 @@ class GeminiGenerateContentCodec:
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    # Gemini continues a final model turn.
+    continues: Literal["prefill", "restart"] = "prefill"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
@@ -58,6 +62,7 @@ class GeminiGenerateContentCodec:
     model_ids = staticmethod(models.model_ids)
 
     # ---- pass-through
+    resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
-from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
 from . import epilogue, request, response
@@ -23,6 +24,10 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    # vLLM, llama.cpp and most Chat-compatible servers continue a final assistant
+    # message; OpenAI itself does not (it answers the turn anew): set
+    # ``UpstreamOptions.continuation = "restart"`` for api.openai.com.
+    continues: Literal["prefill", "restart"] = "prefill"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         # OpenAI has them; most Chat-compatible servers do not.
@@ -42,6 +47,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     rate_limit_headers = staticmethod(ratelimit.for_openai_client)
 
     # ---- pass-through
+    resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
 from . import epilogue, request, response
 from .errors import decode_openai_error, encode_openai_error
+from .resume import resume_encoder
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 
 
@@ -25,6 +27,8 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = True
     serves_websocket: bool = True
     stateful: bool = True
+    # Responses has no prefill: a final assistant item is context, not a start.
+    continues: Literal["prefill", "restart"] = "restart"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return True
@@ -43,6 +47,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     rate_limit_headers = staticmethod(ratelimit.for_openai_client)
 
     # ---- pass-through
+    resume = staticmethod(resume_encoder)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 
