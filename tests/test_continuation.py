@@ -23,6 +23,7 @@ from proxai_asgi.routing.continuation import (
     continuation_body,
     continuation_mode,
     continuation_request,
+    frames_end,
     resume_encoder,
 )
 from proxai_asgi.sse import SSEDecoder
@@ -367,3 +368,53 @@ def client_answer_lenient(protocol: str, body: bytes) -> c.Response:
         events += decoder.feed(e)
     events += decoder.close()
     return fold(events)
+
+
+@pytest.mark.parametrize("client", PROTOCOLS)
+def test_continuation_may_end_with_a_tool_call_after_the_text(client: str) -> None:
+    translator, sent, head = cut_stream(client, "anthropic_messages", 3)
+    translation = answering(get_codec(client), get_codec("openai_chat_completions"), request())  # type: ignore[arg-type]
+    _, cont = continuation_body(
+        translation, sent, get_codec("openai_chat_completions"), UpstreamOptions(), "prefill"
+    )
+    splice = Splice(translator.encoder, sent, cont, "prefill", ORIGINAL)
+    events = [
+        *answer_events(ANSWER[3:], ident="up2", finish=False),
+        c.BlockStart(index=1, kind="tool_call", call_id="call_9", name="read"),
+        c.BlockDelta(index=1, text='{"path": "a"}'),
+        c.BlockStop(index=1),
+        c.Finish(stop_reason="tool_use", usage=c.Usage(output_tokens=9)),
+    ]
+    tail = splice.feed(upstream_stream("openai_chat_completions", events)) + splice.close()
+    answer = client_answer(client, head + tail)
+    assert text_of(answer) == FULL
+    calls = [p for p in answer.content if isinstance(p, c.ToolCall)]
+    assert len(calls) == 1 and calls[0].name == "read" and '"a"' in calls[0].arguments
+
+
+@pytest.mark.parametrize("client", PROTOCOLS)
+@pytest.mark.parametrize("mode", ["prefill", "restart"])
+def test_cut_after_finished_thinking_before_text_is_continued(client: str, mode: Mode) -> None:
+    sent = Sent()
+    translation = answering(get_codec(client), get_codec("anthropic_messages"), request())  # type: ignore[arg-type]
+    translator = StreamTranslator(translation, sent.log)
+    events: list[c.StreamEvent] = [
+        c.MessageStart(id="up1", model="served-model"),
+        c.BlockStart(index=0, kind="reasoning"),
+        c.BlockDelta(index=0, text="Let me think."),
+        c.BlockSignature(index=0, signature="sig1"),
+        c.BlockStop(index=0),
+    ]
+    head = translator.feed(upstream_stream("anthropic_messages", events)) + translator.close()
+    assert translator.held is not None and continuable(sent) and sent.text == ""
+    assert continuation_request(request(), sent, mode) == request()
+    _, tail = continue_with(client, "gemini_generate_content", translator, sent, mode, ANSWER)
+    answer = client_answer(client, head + tail)
+    assert text_of(answer) == FULL
+    assert [p.text for p in answer.content if isinstance(p, c.Reasoning)] in (["Let me think."], [])
+
+
+def test_frames_end_is_where_the_last_complete_frame_ends() -> None:
+    assert frames_end(b"data: a\n\ndata: b") == len(b"data: a\n\n")
+    assert frames_end(b"data: a\r\n\r\ndata: b\r\n") == len(b"data: a\r\n\r\n")
+    assert frames_end(b"data: a") == 0

@@ -40,6 +40,7 @@ __all__ = [
     "continuation_body",
     "continuation_mode",
     "continuation_request",
+    "frames_end",
     "resume_encoder",
 ]
 
@@ -236,6 +237,14 @@ def continuation_body(
     return body, Translation(
         translation.client, target, translation.request, body, report.dropped, wrapped
     )
+
+
+def frames_end(relayed: bytes) -> int:
+    """How much of ``relayed`` is complete frames. Pass-through that may be continued
+    relays only those (holding the rest until its frame is complete): a client left
+    with half a frame could not read the continuation that follows it."""
+    lf, crlf = relayed.rfind(b"\n\n"), relayed.rfind(b"\r\n\r\n")
+    return max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
 
 
 def resume_encoder(codec: Codec, request: c.Request, relayed: bytes) -> StreamEncoder:
