@@ -80,7 +80,12 @@ def answer_events(
 def client_answer(client: str, body: bytes) -> c.Response:
     """The client's bytes as its protocol reads them: strict grammar, then folded."""
     VALIDATORS[client](body)
-    decoder = get_codec(client).stream_decoder()  # type: ignore[arg-type]
+    return folded(client, body)
+
+
+def folded(protocol: str, body: bytes) -> c.Response:
+    """A stream's bytes folded by its protocol's own stream decoder."""
+    decoder = get_codec(protocol).stream_decoder()  # type: ignore[arg-type]
     events: list[c.StreamEvent] = []
     for e in SSEDecoder().decode(body):
         events += decoder.feed(e)
@@ -337,7 +342,7 @@ def test_relayed_stream_resumed_continues_its_own_ids_and_numbering(
     # (OpenAI's ``"refusal": null``, which the strict validator of our own output refuses)
     body = captures.response_body(TEXT_CAPTURES[protocol]).replace(b',"refusal":null', b"")
     include_usage = bool(capture["request"]["body"].get("stream_options", {}).get("include_usage"))
-    full = text_of(client_answer_lenient(protocol, body))
+    full = text_of(folded(protocol, body))
     codec = get_codec(protocol)  # type: ignore[arg-type]
     req = request()
     req.include_usage = include_usage
@@ -358,16 +363,7 @@ def test_relayed_stream_resumed_continues_its_own_ids_and_numbering(
         validate_chat_stream(whole, include_usage)
     else:
         VALIDATORS[protocol](whole)
-    assert text_of(client_answer_lenient(protocol, whole)) == full
-
-
-def client_answer_lenient(protocol: str, body: bytes) -> c.Response:
-    decoder = get_codec(protocol).stream_decoder()  # type: ignore[arg-type]
-    events: list[c.StreamEvent] = []
-    for e in SSEDecoder().decode(body):
-        events += decoder.feed(e)
-    events += decoder.close()
-    return fold(events)
+    assert text_of(folded(protocol, whole)) == full
 
 
 @pytest.mark.parametrize("client", PROTOCOLS)
