@@ -280,7 +280,7 @@ class StreamTranslator:
         log = self._log
         for ev in events:
             kind = type(ev)
-            if kind is _DELTA and unwrap is None:  # the hot path: nothing to note
+            if kind is _DELTA and unwrap is None:  # the hot path: encode (and note)
                 out += encode(ev)
                 if log is not None:
                     log.append(ev)
