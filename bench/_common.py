@@ -230,15 +230,18 @@ def reads(body: bytes, size: int = 8192) -> list[bytes]:
     return [body[i : i + size] for i in range(0, len(body), size)]
 
 
-def translated(chunks: list[bytes], up: ProtocolName, client: ProtocolName) -> Callable[[], int]:
-    """The production pipeline's ``StreamTranslator`` (what the middleware runs)."""
+def translated(
+    chunks: list[bytes], up: ProtocolName, client: ProtocolName, *, sent: bool = False
+) -> Callable[[], int]:
+    """The production pipeline's ``StreamTranslator`` (what the middleware runs);
+    ``sent``: noting what the client was sent, as when an answer may be continued."""
     request = c.Request(model="bench", messages=[], stream=True, include_usage=True)
     translation = pipeline.answering(get_codec(client), get_codec(up), request)
     framing = SSEDecoder()
     events = sum(len(framing.decode(ch)) for ch in chunks)  # counted once, outside the timing
 
     def run() -> int:
-        stream = pipeline.StreamTranslator(translation)
+        stream = pipeline.StreamTranslator(translation, [] if sent else None)
         for ch in chunks:
             stream.feed(ch)
         stream.close()

@@ -70,7 +70,13 @@ def codecs_only(chunks: list[bytes], up: ProtocolName, client: ProtocolName) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, help="runs per cell (default 15 long, 300 short)")
+    parser.add_argument(
+        "--sent",
+        action="store_true",
+        help="translators note what the client was sent (as when continuation is possible)",
+    )
     args = parser.parse_args()
+    note = {"sent": True} if args.sent else {}
     protocols: list[ProtocolName] = list(SHORT)  # type: ignore[arg-type]
     inputs: dict[ProtocolName, list[tuple[str, list[bytes]]]] = {
         "openai_chat_completions": [
@@ -113,8 +119,8 @@ def main() -> None:
                 if client == up:
                     continue
                 bare = per_event(codecs_only(chunks, up, client), repeat)
-                cost = per_event(translated(chunks, up, client), repeat)
-                big_cost = per_event(translated(big, up, client), repeat)
+                cost = per_event(translated(chunks, up, client, **note), repeat)
+                big_cost = per_event(translated(big, up, client, **note), repeat)
                 print(
                     f"| {SHORT[up]} -> {SHORT[client]} | {label} | {floor:.2f} | {bare:.2f} "
                     f"| {cost:.2f} | {cost / floor:.1f}x | {big_floor:.2f} | {big_cost:.2f} |"

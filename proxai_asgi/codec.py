@@ -189,6 +189,11 @@ class Codec(Protocol):
         clients send for it, else a digest of the conversation's stable prefix (what
         stays the same across its turns) — or None. Never raises, whatever the body."""
         ...
+    # Upstream side: how an answer cut after its first content is finished here unless
+    # ``UpstreamOptions.continuation`` says otherwise (``routing/continuation.py``):
+    # "prefill" (a final assistant turn holding the text sent is continued) or
+    # "restart" (asked again; only what extends the text sent is released).
+    continues: Literal["prefill", "restart"]
 
     def serves(self, path: str) -> Served | None:
         """The method a client path names, or None when it is not this protocol's."""
@@ -287,6 +292,10 @@ class Codec(Protocol):
     def stream_complete(self, tail: StreamTail) -> bool:
         """Whether a relayed stream reached its successful end (routing continues an
         answer that did not; an upstream's own terminal error is not one)."""
+    def resume(self, encoder: StreamEncoder, relayed: bytes) -> None:
+        """Client side: ``encoder`` was fed the events decoded from ``relayed`` (this
+        protocol's bytes, relayed unchanged); set what they say that the events do not
+        (numbering, item ids), so what ``encoder`` writes next continues them."""
         ...
 
     def stream_epilogue(self, tail: StreamTail, error: ProxyError | None) -> bytes:
@@ -294,6 +303,12 @@ class Codec(Protocol):
         it reached its terminal event, else the protocol's terminal error (``error``,
         or a default saying the stream ended early), continuing the stream's own ids."""
         ...
+
+
+def nothing_to_resume(encoder: StreamEncoder, relayed: bytes) -> None:
+    """``Codec.resume`` of a protocol whose stream encoder continues relayed bytes as
+    the replayed events leave it (its ids come from the upstream's, its indices from
+    the blocks)."""
 
 
 def fold(events: Sequence[c.StreamEvent]) -> c.Response:

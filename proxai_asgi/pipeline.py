@@ -30,7 +30,12 @@ logger = logging.getLogger("proxai_asgi")
 _DELTA, _START, _STOP = c.BlockDelta, c.BlockStart, c.BlockStop
 _MESSAGE_START, _FINISH, _ERROR = c.MessageStart, c.Finish, c.StreamError
 
+# What a client's stream encoder was given, in order (``routing.continuation.Sent``):
+# each event, or a run of text deltas of one block given in one go (``_runs``).
+Logged = c.StreamEvent | tuple[int, list[str]]
+
 __all__ = [
+    "Logged",
     "StreamCollector",
     "StreamTranslator",
     "Translation",
@@ -142,48 +147,58 @@ class StreamTranslator:
     terminal error and sets ``done``. After ``done`` further input is ignored. What it
     learned on the way: ``model``, ``usage``, the ``error`` that cut it short, and
     whether a tool call is half sent (``tool_open``, for the stall watchdog).
+
+    ``sent`` (a ``routing.continuation.Sent``'s ``log``): every event given to the
+    client's encoder is appended to it, and a failure (the upstream's error event, a
+    stream that ended early or could not be read) is held back instead of sent:
+    ``done`` and ``held`` are set, and the caller either finishes the answer with a
+    continuation (``encoder`` is the client's) or ends it with ``fail``.
     """
 
     __slots__ = (
         "_decoder",
         "_encoder",
-        "_hold_errors",
+        "_log",
         "_open_tools",
         "_sse",
         "_unwrap",
         "content",
         "done",
         "error",
-        "failed",
+        "held",
+        "held_event",
         "model",
         "usage",
     )
 
-    def __init__(self, translation: Translation, *, hold_errors: bool = False) -> None:
+    def __init__(self, translation: Translation, sent: list[Logged] | None = None) -> None:
         self._sse = SSEDecoder()
         self._decoder = translation.target.stream_decoder()
         self._encoder: StreamEncoder = translation.client.stream_encoder(translation.request)
         wrapped = translation.wrapped
         self._unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
         self._open_tools: set[int] = set()
+        self._log = sent
+        self.held: ProxyError | None = None  # the failure held back (with ``sent``)
+        self.held_event: c.StreamError | None = None  # ...when it was the upstream's own
+        # Whether the answer's content (a block, or its end) has been emitted: routing
+        # holds the bytes back until then, and fails over when the stream fails first.
+        self.content = False
         self.done = False
         # What ended the stream on this side: an upstream stream that could not be read,
         # a stall, a bug (an error the upstream sent in its stream is just its end).
         self.error: ProxyError | None = None
         self.model: str | None = None
         self.usage: c.Usage | None = None
-        # Whether the answer's content (a block, or its end) has been emitted: routing
-        # holds the bytes back until then, and fails over when the stream fails first.
-        self.content = False
-        # ``hold_errors``: a failure (the upstream's error event, a stream that cannot
-        # be read) is not encoded but kept in ``failed``, for routing to fail over or
-        # continue the answer; ``fail`` then ends the stream if nothing can.
-        self._hold_errors = hold_errors
-        self.failed: c.StreamError | None = None
 
     @property
     def tool_open(self) -> bool:
         return bool(self._open_tools)
+
+    @property
+    def encoder(self) -> StreamEncoder:
+        """The client's stream encoder (a continuation goes on through it)."""
+        return self._encoder
 
     def feed(self, data: bytes) -> bytes:
         if self.done:
@@ -227,12 +242,12 @@ class StreamTranslator:
         return bytes(out)
 
     def fail(self, error: ProxyError) -> bytes:
-        """End the stream with ``error`` (a stall, a broken connection, or the failure
-        held back by ``hold_errors``)."""
-        if self.done and self.failed is None:
+        """End the stream with ``error`` (a stall, a broken connection; with ``sent``,
+        also after a failure was held back)."""
+        if self.done and self.held is None:
             return b""
         self.done = True
-        self.failed = None
+        self.held = None
         return self._error_bytes(error)
 
     # ------------------------------------------------------------------ inside
@@ -253,6 +268,8 @@ class StreamTranslator:
                 end, index, texts = run(events, i)
                 if texts:
                     out += deltas(index, texts)
+                    if self._log is not None:
+                        self._log.append((index, texts))
                 if end == n:
                     return
                 trying = end > i
@@ -266,26 +283,32 @@ class StreamTranslator:
     def _emit(self, events: list[c.StreamEvent], out: bytearray) -> bool:
         encode = self._encoder.encode
         unwrap = self._unwrap
+        log = self._log
         for ev in events:
             kind = type(ev)
-            if kind is _DELTA and unwrap is None:  # the hot path: nothing to note
+            if kind is _DELTA and unwrap is None:  # the hot path: encode (and note)
                 out += encode(ev)
+                if log is not None:
+                    log.append(ev)
                 continue
+            if kind is _ERROR and log is not None:
+                err = self.held_event = cast(c.StreamError, ev)
+                return self._hold(ProxyError(err.status, err.message, kind=err.kind))  # type: ignore[arg-type]
             if kind is _START:
                 self.content = True
                 if cast(c.BlockStart, ev).kind == "tool_call":
                     self._open_tools.add(cast(c.BlockStart, ev).index)
             elif kind is _STOP:
                 self._open_tools.discard(cast(c.BlockStop, ev).index)
-            if kind is _ERROR and self._hold_errors:
-                self.failed = cast(c.StreamError, ev)
-                self.done = True
-                return True
             if unwrap is None:
                 out += encode(ev)
+                if log is not None:
+                    log.append(ev)
             else:
                 for e in unwrap.feed(ev):
                     out += encode(e)
+                    if log is not None:
+                        log.append(e)
             if kind is _MESSAGE_START:
                 self.model = cast(c.MessageStart, ev).model
             elif kind is _FINISH:
@@ -297,21 +320,25 @@ class StreamTranslator:
                 return True
         return False
 
+    def _hold(self, error: ProxyError) -> bool:
+        self.done = True
+        self.held = error
+        return True
+
     def _failure(self, exc: Exception) -> bytes:
         self.done = True
         if isinstance(exc, ProxyError):
-            error = exc
-        else:
-            logger.exception("stream translation failed", exc_info=exc)
-            error = ProxyError(500, "internal error in the proxy", kind="api_error")
-        if self._hold_errors:
-            self.error = error
-            self.failed = c.StreamError(status=error.status, kind=error.kind, message=error.message)
-            return b""
-        return self._error_bytes(error)
+            if self._log is not None:
+                self.error = exc
+                self._hold(exc)
+                return b""
+            return self._error_bytes(exc)
+        logger.exception("stream translation failed", exc_info=exc)
+        return self._error_bytes(ProxyError(500, "internal error in the proxy", kind="api_error"))
 
     def _error_bytes(self, error: ProxyError) -> bytes:
         self.error = error
-        return self._encoder.encode(
-            c.StreamError(status=error.status, kind=error.kind, message=error.message)
-        )
+        ev = c.StreamError(status=error.status, kind=error.kind, message=error.message)
+        if self._log is not None:
+            self._log.append(ev)
+        return self._encoder.encode(ev)

@@ -14,14 +14,15 @@ the race to another attempt). A stream cut after its content started is finished
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .. import canonical as c
 from .. import pipeline
 from ..codec import Codec, PathCall
-from ..errors import ProxyError
+from ..errors import ErrorKind, ProxyError
 from ..protocols import get_codec
 from ..responses_state.stored_responses import Turn
+from ..routing.continuation import Sent, frames_end
 from ..routing.failures import Failure, classify_exception, classify_status, classify_stream_error
 from ..sse import SSEDecoder
 from ..transport.pumping import pump
@@ -76,6 +77,14 @@ class Preamble:
             self.error = c.StreamError(status=err.status, kind=err.kind, message=err.message)
             return True
         return False
+
+
+def _error_of(event: c.StreamError) -> ProxyError:
+    return ProxyError(event.status, event.message, kind=cast(ErrorKind, event.kind))
+
+
+def _event_of(error: ProxyError) -> c.StreamError:
+    return c.StreamError(status=error.status, kind=error.kind, message=error.message)
 
 
 def _now() -> float:
@@ -142,9 +151,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         await pump(resp, up, hold)
         if preamble.error is not None:
             failure = classify_stream_error(ex.client, preamble.error)
-            err = ProxyError(
-                preamble.error.status, preamble.error.message, kind=preamble.error.kind
-            )  # type: ignore[arg-type]
+            err = _error_of(preamble.error)
             return Failed(target, failure, _answer(ex, target, err))
         if not preamble.content:
             err = ProxyError(502, "upstream stream ended before any content", kind="bad_gateway")
@@ -155,26 +162,38 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         relay = PassthroughRelay(ex.client, ex.start, ex.body)
         await relay.start(resp.status, headers)
         kept = continuing.Kept(MAX_KEPT_STREAM)
-        for chunk in held:
-            kept.add(chunk)
-            await relay.chunk(chunk)
+        # Only whole frames reach the client, so that a continuation can follow the
+        # last one; a frame's rest waits for the read that completes it.
+        partial = b""
 
         async def forward(chunk: bytes) -> bool:
-            kept.add(chunk)
-            await relay.chunk(chunk)
+            nonlocal partial
+            if partial:
+                chunk, partial = partial + chunk, b""
+            end = frames_end(chunk)
+            if end < len(chunk):
+                chunk, partial = chunk[:end], chunk[end:]
+            if chunk:
+                kept.add(chunk)
+                await relay.chunk(chunk)
             return False
 
+        await forward(b"".join(held))
         cut: ProxyError | None = None
         try:
             await pump(resp, up, forward)
         except ProxyError as err:
             cut = err
     # The upstream is closed: a continuation asks another (or the same) anew.
+    if cut is None and partial:
+        await relay.chunk(partial)  # the body's last frame, not ended by a blank line
+        partial = b""
     if cut is None and relay.complete():
         await relay.end()
         return None
     error = cut or ProxyError(502, "upstream stream ended before its end", kind="bad_gateway")
-    if await continuing.relayed(race, target, kept, error):
+    if not partial and await continuing.relayed(race, target, kept, error):
+        await ex.body(b"", more=False)
         return None
     if cut is None:
         await relay.end()
@@ -267,7 +286,8 @@ async def _stream(
 ) -> Failed | None:
     ex = race.ex
     up = target.upstream
-    stream = pipeline.StreamTranslator(translation, hold_errors=True)
+    sent = Sent()  # what the client's encoder was given, to continue a cut answer
+    stream = pipeline.StreamTranslator(translation, sent.log)
     if not resp.is_event_stream:
         # The upstream ignored stream=true and answered in one piece: decoded before
         # the client's stream starts, so a body that is no answer fails the attempt.
@@ -287,16 +307,15 @@ async def _stream(
         return stream.content or stream.done
 
     await pump(resp, up, hold)
+    if not stream.content and not stream.done:
+        held.extend(stream.close())  # the stream ended before any content
     if not stream.content:
-        if not stream.done:
-            held.extend(stream.close())
-        failed = stream.failed or c.StreamError(
-            status=502, kind="bad_gateway", message="upstream stream ended before any content"
+        failed = stream.held_event or _event_of(
+            stream.held
+            or ProxyError(502, "upstream stream ended before any content", kind="bad_gateway")
         )
-        if not stream.content:
-            err = ProxyError(failed.status, failed.message, kind=failed.kind)  # type: ignore[arg-type]
-            failure = classify_stream_error(translation.target, failed)
-            return Failed(target, failure, _answer(ex, target, err))
+        failure = classify_stream_error(translation.target, failed)
+        return Failed(target, failure, _answer(ex, target, _error_of(failed)))
     if not race.claim(target):
         return None
     _commit(ex, target, translation)
@@ -319,14 +338,17 @@ async def _stream(
                 await ex.body(tail)
         except ProxyError as err:  # a stall or a broken upstream connection
             cut = err
-    broken = stream.failed
-    if broken is not None or cut is not None:
-        error = cut or ProxyError(broken.status, broken.message, kind=broken.kind)  # type: ignore[arg-type, union-attr]
-        if not await continuing.translated(race, target, stream, error):
+    ex.usage, ex.response_model = stream.usage, stream.model
+    error = cut or stream.held
+    if error is not None:
+        # The upstream is closed: a continuation asks another (or the same) anew.
+        finished = await continuing.translated(
+            race, target, stream.encoder, sent, translation, error
+        )
+        if not finished:
             tail = stream.fail(error)
             if tail:
                 await ex.body(tail)
-    ex.usage, ex.response_model = stream.usage, stream.model
     await ex.body(b"", more=False)
     return None
 

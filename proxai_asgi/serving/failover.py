@@ -65,6 +65,7 @@ class Attempts:
     count: int = 0
     failures: list[str] = field(default_factory=list)
     served_by: Target | None = None
+    continued: Target | None = None  # the target that finished a cut answer
 
     def note(self, target: Target, failure: Failure) -> None:
         self.failures.append(f"{target.fallback_index}:{failure.cls}:{loggable(failure.reason)}")
@@ -150,6 +151,10 @@ class Race:
                 if self._raised is not None and self._tg is not None:
                     self._tg.cancel_scope.cancel()
 
+    def continuers(self, broken: Target) -> list[Target]:
+        """Who may finish ``broken``'s cut answer: itself first, then the others."""
+        return [broken, *(t for t in self._targets if t is not broken)]
+
     def _take(self) -> Target | None:
         if self._next >= len(self._targets):
             return None
@@ -195,7 +200,7 @@ class Race:
             if failure.cls == "key":
                 await self._cool(target.member, max(up.key_cooldown, failure.retry_after or 0))
                 return
-            wait = backoff(tries, failure.retry_after, random.random)
+            wait = backoff(tries + 1, failure.retry_after, random.random)
             retry_after = failure.retry_after
             if (
                 tries < up.max_retries

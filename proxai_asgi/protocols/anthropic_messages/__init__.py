@@ -8,8 +8,9 @@ Anthropic-compatible servers. ``CODEC`` declares which module does each part of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
-from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from . import epilogue, errors, models, request, response, session
 from .stream import AnthropicStreamDecoder, AnthropicStreamEncoder
@@ -37,6 +38,9 @@ class AnthropicMessagesCodec(BodyAddressed):
     stateful: bool = False
     session_headers: tuple[bytes, ...] = session.HEADERS
     session_hint = staticmethod(session.session_hint)
+    # Anthropic continues a final assistant turn (some newest models reject it:
+    # ``UpstreamOptions.continuation = "restart"`` for those).
+    continues: Literal["prefill", "restart"] = "prefill"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
@@ -67,6 +71,7 @@ class AnthropicMessagesCodec(BodyAddressed):
 
     # ---- pass-through
     stream_complete = staticmethod(epilogue.stream_complete)
+    resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

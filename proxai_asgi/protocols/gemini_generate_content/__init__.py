@@ -10,7 +10,9 @@ them from the caller.
 
 from __future__ import annotations
 
-from ...codec import Codec, ProtocolName, UpstreamOptions
+from typing import Literal
+
+from ...codec import Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from . import epilogue, errors, models, paths, request, response, session
 from .stream import GeminiStreamDecoder, GeminiStreamEncoder
@@ -30,6 +32,8 @@ class GeminiGenerateContentCodec:
     stateful: bool = False
     session_headers: tuple[bytes, ...] = ()  # its clients send none
     session_hint = staticmethod(session.session_hint)
+    # Gemini continues a final model turn.
+    continues: Literal["prefill", "restart"] = "prefill"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
@@ -64,6 +68,7 @@ class GeminiGenerateContentCodec:
 
     # ---- pass-through
     stream_complete = staticmethod(epilogue.stream_complete)
+    resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

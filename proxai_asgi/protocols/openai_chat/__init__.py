@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
-from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
 from . import epilogue, errors, request, response, session
@@ -24,6 +25,10 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     serves_websocket: bool = False
     stateful: bool = False
     session_hint = staticmethod(session.session_hint)  # headers: the family's
+    # vLLM, llama.cpp and most Chat-compatible servers continue a final assistant
+    # message; OpenAI itself does not (it answers the turn anew): set
+    # ``UpstreamOptions.continuation = "restart"`` for api.openai.com.
+    continues: Literal["prefill", "restart"] = "prefill"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         # OpenAI has them; most Chat-compatible servers do not.
@@ -47,6 +52,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
 
     # ---- pass-through
     stream_complete = staticmethod(epilogue.stream_complete)
+    resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
 from . import epilogue, errors, request, response, session
 from .errors import decode_openai_error, encode_openai_error
+from .resume import resume_encoder
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 
 
@@ -26,6 +28,8 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     serves_websocket: bool = True
     stateful: bool = True
     session_hint = staticmethod(session.session_hint)  # headers: the family's
+    # Responses has no prefill: a final assistant item is context, not a start.
+    continues: Literal["prefill", "restart"] = "restart"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return True
@@ -48,6 +52,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
 
     # ---- pass-through
     stream_complete = staticmethod(epilogue.stream_complete)
+    resume = staticmethod(resume_encoder)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
 
 
