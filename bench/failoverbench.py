@@ -89,8 +89,9 @@ def main() -> None:
         run += ["--only", args.only]
     with process(wall, args.wall_port, cwd=home), process(proxy, proxy_port, env=env):
         subprocess.run(run, cwd=home, check=True)
+    catalogue = str(home / "scenarios" / "catalogue.yaml")
     report = [fb_python, "-m", "failoverbench", "report", "--profile", profile, "--results",
-              str(work / "results"), "--catalogue", str(home / "scenarios" / "catalogue.yaml")]  # fmt: skip
+              str(work / "results"), "--catalogue", catalogue]  # fmt: skip
     subprocess.run(report, cwd=home, check=True)
     card = (work / "results" / profile / "SCORECARD.md").read_text()
     print(card.split("\n## Check-level detail")[0])

@@ -167,8 +167,9 @@ def error_body(protocol: str, status: int, message: str, code: str | None) -> di
         err: dict[str, Any] = {"code": status, "message": message,
                                "status": _GEMINI_STATUS.get(status, "UNAVAILABLE")}  # fmt: skip
         if code == "API_KEY_INVALID":
-            err["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                               "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]  # fmt: skip
+            info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID", "domain": "googleapis.com"}  # fmt: skip
+            err["details"] = [info]
         return {"error": err}
     etype = {400: "invalid_request_error", 401: "invalid_request_error",
              429: "rate_limit_error"}.get(status, "server_error")  # fmt: skip
@@ -202,7 +203,8 @@ class Shapes:
         return {"id": "resp_" + self.rid, "object": "response", "created_at": int(time.time()),
                 "status": status, "model": self.model, "output": [item] if text else [],
                 "error": None, "incomplete_details": None,
-                "usage": self.usage(n) if status == "completed" else None}  # fmt: skip
+                "usage": self.usage(n) if status == "completed" else None,
+                }  # fmt: skip
 
     def json(self, text: str, n: int) -> dict[str, Any]:
         if self.p == CHAT:
@@ -216,7 +218,8 @@ class Shapes:
         if self.p == ANTHROPIC:
             return {"id": "msg_" + self.rid, "type": "message", "role": "assistant",
                     "model": self.model, "content": [{"type": "text", "text": text}],
-                    "stop_reason": "end_turn", "stop_sequence": None, "usage": self.usage(n)}  # fmt: skip
+                    "stop_reason": "end_turn", "stop_sequence": None,
+                    "usage": self.usage(n)}  # fmt: skip
         return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
                                 "finishReason": "STOP", "index": 0}],
                 "usageMetadata": self.usage(n), "modelVersion": self.model,
@@ -247,7 +250,8 @@ class Shapes:
                     "role": "assistant", "content": []}  # fmt: skip
             part = {"type": "output_text", "text": "", "annotations": []}
             return [
-                self._event("response.created", {"response": self._response("", 0, "in_progress")}),
+                self._event("response.created",
+                            {"response": self._response("", 0, "in_progress")}),
                 self._event("response.in_progress",
                             {"response": self._response("", 0, "in_progress")}),
                 self._event("response.output_item.added", {"output_index": 0, "item": item}),
@@ -286,7 +290,8 @@ class Shapes:
             if usage:
                 out.append(self._event("", {"id": "chatcmpl-" + self.rid,
                            "object": "chat.completion.chunk", "created": int(time.time()),
-                           "model": self.model, "choices": [], "usage": self.usage(n)}))  # fmt: skip
+                           "model": self.model, "choices": [],
+                           "usage": self.usage(n)}))  # fmt: skip
             return out + ([b"data: [DONE]\n\n"] if done else [])
         if self.p == RESPONSES:
             iid = "msg_" + self.rid
@@ -489,7 +494,8 @@ class _Reply:
         T = self.T
         if fault == "429_retry_after_once" and n == 1:
             wait = T("retry_after")
-            headers = {"retry-after": str(max(1, round(wait))), "retry-after-ms": str(int(wait * 1000))}
+            headers = {"retry-after": str(max(1, round(wait))),
+                       "retry-after-ms": str(int(wait * 1000))}  # fmt: skip
             return await self.error(429, "Rate limit reached.", "rate_limit_exceeded", headers)
         if fault == "429_persistent":
             return await self.error(429, "Rate limit reached.", "rate_limit_exceeded")
