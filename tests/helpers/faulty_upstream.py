@@ -183,6 +183,7 @@ class Shapes:
     def __init__(self, protocol: str, model: str, rid: str, prompt_tokens: int) -> None:
         self.p, self.model, self.rid, self.prompt = protocol, model, rid, prompt_tokens
         self.seq = 0
+        self.created = int(time.time())  # one value for every chunk of the answer
 
     def usage(self, n: int) -> dict[str, Any]:
         if self.p == CHAT:
@@ -200,7 +201,7 @@ class Shapes:
     def _response(self, text: str, n: int, status: str) -> dict[str, Any]:
         item = {"id": "msg_" + self.rid, "type": "message", "status": status, "role": "assistant",
                 "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
-        return {"id": "resp_" + self.rid, "object": "response", "created_at": int(time.time()),
+        return {"id": "resp_" + self.rid, "object": "response", "created_at": self.created,
                 "status": status, "model": self.model, "output": [item] if text else [],
                 "error": None, "incomplete_details": None,
                 "usage": self.usage(n) if status == "completed" else None,
@@ -209,7 +210,7 @@ class Shapes:
     def json(self, text: str, n: int) -> dict[str, Any]:
         if self.p == CHAT:
             return {"id": "chatcmpl-" + self.rid, "object": "chat.completion",
-                    "created": int(time.time()), "model": self.model,
+                    "created": self.created, "model": self.model,
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": self.usage(n)}  # fmt: skip
@@ -237,7 +238,7 @@ class Shapes:
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         return self._event("", {"id": "chatcmpl-" + self.rid, "object": "chat.completion.chunk",
-                                "created": int(time.time()), "model": self.model,
+                                "created": self.created, "model": self.model,
                                 "choices": [{"index": 0, "delta": delta,
                                              "finish_reason": finish}]})  # fmt: skip
 
@@ -276,7 +277,8 @@ class Shapes:
             return self._chunk({"content": text})
         if self.p == RESPONSES:
             return self._event("response.output_text.delta", {"item_id": "msg_" + self.rid,
-                               "output_index": 0, "content_index": 0, "delta": text})  # fmt: skip
+                               "output_index": 0, "content_index": 0, "delta": text,
+                               "logprobs": []})  # fmt: skip
         if self.p == ANTHROPIC:
             return self._event("content_block_delta",
                                {"index": 0, "delta": {"type": "text_delta", "text": text}})
@@ -289,7 +291,7 @@ class Shapes:
             out = [self._chunk({}, "stop")]
             if usage:
                 out.append(self._event("", {"id": "chatcmpl-" + self.rid,
-                           "object": "chat.completion.chunk", "created": int(time.time()),
+                           "object": "chat.completion.chunk", "created": self.created,
                            "model": self.model, "choices": [],
                            "usage": self.usage(n)}))  # fmt: skip
             return out + ([b"data: [DONE]\n\n"] if done else [])
@@ -299,7 +301,7 @@ class Shapes:
             done_item = self._response(text, n, "completed")["output"][0]
             return [
                 self._event("response.output_text.done", {"item_id": iid, "output_index": 0,
-                            "content_index": 0, "text": text}),
+                            "content_index": 0, "text": text, "logprobs": []}),
                 self._event("response.content_part.done", {"item_id": iid, "output_index": 0,
                             "content_index": 0, "part": part}),
                 self._event("response.output_item.done", {"output_index": 0, "item": done_item}),
@@ -440,7 +442,8 @@ class FaultyUpstream:
         prefill = _prefill(protocol, body)
         attempt = Attempt(self.now(), model, tag, protocol, stream, key, prefill)
         self.log.append(attempt)
-        n = self.counts[model] = self.counts.get(model, 0) + 1
+        name = model.rsplit("/", 1)[-1]  # "openai/fb-s01" is fb-s01's attempt too
+        n = self.counts[name] = self.counts.get(name, 0) + 1
         reply = _Reply(self, writer, reader, protocol, model, attempt, body)
         try:
             return await reply.run(tag, n, stream)
@@ -568,11 +571,16 @@ class _Reply:
         self.a.action = "200 stream"
         if fault == "slow_first_token":
             await asyncio.sleep(T("slow_first_token"))
-        for frame in shapes.start():
+        preamble = shapes.start()
+        if fault == "inband_error" and self.p == RESPONSES:
+            preamble, shapes.seq = preamble[:2], 2  # created, in_progress: no item opened
+        for frame in preamble:
             await self.send(frame)
         if fault == "inband_error":
             self.a.action = "200 in-band error"
             await self.send(shapes.error_event())
+            if self.p == CHAT:
+                await self.send(b"data: [DONE]\n\n")
             self.w.write(b"0\r\n\r\n")
             await self.w.drain()
             return True
