@@ -234,7 +234,9 @@ def test_s08_a_stream_cut_mid_answer_is_continued_to_the_whole_answer(
 def test_s09_a_stalled_stream_is_detected_and_completed(stack: Stack, stream: bool) -> None:
     got = run(stack, "S09", stream)
     assert got.complete, got.text or got.error
-    assert got.elapsed < T("stall")  # the idle timeout, not the upstream's close
+    if stream:
+        assert got.elapsed < T("stall")  # the idle timeout, not the upstream's close
+    assert got.elapsed <= 45 * SCALE
     assert alive(stack)
 
 
@@ -243,7 +245,10 @@ def test_s10_a_malformed_chunk_leaks_nothing_and_the_answer_completes(
     stack: Stack, stream: bool
 ) -> None:
     got = run(stack, "S10", stream)
-    assert got.complete, got.text or got.error
+    if stream:  # the bad event dropped (or the answer continued): the whole answer
+        assert got.complete, got.text or got.error
+    else:  # a garbled body: answered again, or a clean error in the client's shape
+        assert got.complete or isinstance(got.error, openai.APIStatusError), got.error
     assert alive(stack)
 
 
@@ -296,7 +301,9 @@ def test_s15_a_flapping_primary_is_skipped_then_returned_to(stack: Stack, stream
     assert all(r.complete for r in results), [r.error for r in results if not r.complete]
     served = [a.t for a in stack.fake.attempts(model) if a.action.startswith("200")]
     assert served and served[0] - down <= 30 * SCALE  # back on the primary
-    assert len([a for a in stack.fake.attempts(model) if a.t < down]) <= 20
+    # Probe discipline: while it is down, at most one primary attempt per request.
+    during = sum(1 for i in range(20) if i * 4 * SCALE < down)
+    assert len([a for a in stack.fake.attempts(model) if a.t < down]) <= during
 
 
 @STREAMED
