@@ -65,8 +65,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--full", action="store_true", help="the full profile (real waits)")
     ap.add_argument("--only", default="", help="scenario ids, e.g. S08,S14")
-    ap.add_argument("--wall-port", type=int, default=WALL_PORT)
-    ap.add_argument("--keep", action="store_true", help="print where the results stay")
+    ap.add_argument("--wall-port", type=int, default=WALL_PORT,
+                    help="the wall's port (default 8401, the one the .toml names)")  # fmt: skip
     args = ap.parse_args()
     home, fb_python = locate()
     profile = "full" if args.full else "fast"
