@@ -36,6 +36,15 @@ Web pages of other origins than the proxy's own get a 403 unless listed with
 --allow-origin (or [server] allowed_origins, $PROXAI_ALLOWED_ORIGINS comma-separated).
 The [server] keys body_timeout, websocket_idle_timeout, websocket_max_connections and
 websocket_max_history are also read from $PROXAI_<KEY> ($PROXAI_BODY_TIMEOUT, ...).
+
+Failover: a TOML [[routes]] entry takes fallbacks = [{upstream = "name", model = "..."}],
+tried in order when its upstream fails before the answer's first content; an
+[[upstreams]] entry takes api_key_env = ["VAR1", "VAR2"], a key pool (one key per
+request; a revoked or exhausted key is cooled down). --api-key-env VAR1,VAR2 does the
+same for the flag-configured upstream. The upstream keys first_content_timeout,
+max_retries, retry_budget, max_retry_after, key_cooldown, target_cooldown and
+continuation are also read from $PROXAI_<KEY> ($PROXAI_MAX_RETRIES, ...), over every
+upstream's own value.
 """
 
 
@@ -54,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--upstream-protocol", choices=PROTOCOLS, help="protocol the upstream speaks")
     p.add_argument(
         "--api-key-env",
-        help="name of the environment variable holding the upstream key "
-        "(default PROXAI_API_KEY; unset: forward the client's own key)",
+        help="name of the environment variable holding the upstream key, or several "
+        "comma-separated (a key pool) (default PROXAI_API_KEY; unset: forward the "
+        "client's own key)",
     )
     p.add_argument("--model-rewrite", help="send every request upstream with this model")
     p.add_argument("--prefix", help="serve the LLM paths under this mount prefix")
@@ -147,9 +157,10 @@ def build_app(
         if protocol not in PROTOCOLS:
             raise cfg.ConfigError("--upstream-protocol (or $PROXAI_UPSTREAM_PROTOCOL) is required")
         key_env = args.api_key_env or "PROXAI_API_KEY"
-        key = env.get(key_env) or None
+        key = _cli_keys(key_env, env, pool="," in key_env)
+        knobs = cfg.routing_env(env)
         try:
-            upstream = Upstream(protocol, url, key, name="cli", lossy=args.lossy)
+            upstream = Upstream(protocol, url, key, name="cli", lossy=args.lossy, **knobs)
             routes = [Route("*", upstream, args.model_rewrite)]
         except ValueError as exc:  # e.g. a key with a newline: named, never shown
             raise cfg.ConfigError(f"${key_env} / --upstream-*: {exc}") from None
@@ -187,6 +198,18 @@ def build_app(
         **cfg.admission_options(server),
     )
     return app, server
+
+
+def _cli_keys(names: str, env: dict[str, str], *, pool: bool) -> str | list[str] | None:
+    """--api-key-env: one variable (unset: the client's own key), or a pool of them
+    (every one must be set)."""
+    if not pool:
+        return env.get(names) or None
+    variables = [n.strip() for n in names.split(",") if n.strip()]
+    missing = [n for n in variables if not env.get(n)]
+    if missing or not variables:
+        raise cfg.ConfigError(f"--api-key-env: ${', $'.join(missing) or names} is not set")
+    return [env[n] for n in variables]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

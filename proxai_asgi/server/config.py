@@ -26,16 +26,28 @@ max_bytes = 268435456        # memory
 name = "claude"
 protocol = "anthropic_messages"
 base_url = "https://api.anthropic.com"
-api_key_env = "ANTHROPIC_API_KEY"   # keys come from the environment
+api_key_env = "ANTHROPIC_API_KEY"   # keys come from the environment; a list is a key pool:
+# api_key_env = ["ANTHROPIC_KEY_1", "ANTHROPIC_KEY_2"]  # one key a request; a failing one rests
 default_max_tokens = 4096
 lossy = false
 headers = { "x-team" = "search" }
 verify = true                # or a CA file/directory path; false: no TLS verification
+# Failover knobs (each also $PROXAI_<KEY>, which overrides every upstream's):
+first_content_timeout = 10   # no first content this long: another key or fallback is started
+max_retries = 2              # retries of a failing target (429, 5xx, resets, timeouts) per key
+retry_budget = 20            # seconds all retry waits of a request may add up to
+max_retry_after = 30         # a longer retry-after moves on at once
+key_cooldown = 600           # a revoked or exhausted key is skipped this long
+target_cooldown = 15         # a failing target is skipped this long, then probed
+continuation = "prefill"     # after a mid-stream cut: prefill, restart or off (unset: by protocol)
 
 [[routes]]
 model = "claude-*"           # glob; first match wins
 upstream = "claude"
 model_rewrite = "claude-sonnet-4-5"
+fallbacks = [                # tried in order once "claude" (every key) failed before content
+  { upstream = "openrouter", model = "anthropic/claude-sonnet-4.5" },  # model unset: the routed one
+]
 ```
 
 With no upstream at all, the built-in demo upstream answers (offline).
@@ -53,7 +65,7 @@ from typing import Any, get_type_hints
 import msgspec
 
 from ..codec import PROTOCOLS, ProtocolName
-from ..routing import Route, Upstream
+from ..routing import Fallback, Route, Upstream
 from ..serving.origins import normalize as normalize_origin
 
 
@@ -83,7 +95,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 # Keys of an ``[[upstreams]]`` table besides ``Upstream``'s own fields.
 _CONFIG_ONLY = ("api_key_env", "allow_inline_key")
 # ``Upstream`` fields a file does not set: the wrapped app is a Python-API upstream.
-_NOT_IN_FILES = ("inner", "inner_path", "_")
+_NOT_IN_FILES = ("inner", "inner_path", "_", "key_index")
 UPSTREAM_KEYS = frozenset(
     [f.name for f in fields(Upstream) if f.name not in _NOT_IN_FILES] + list(_CONFIG_ONLY)
 )
@@ -98,10 +110,16 @@ class StoreConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     prefix: str | None = None  # Redis key prefix
 
 
+class FallbackConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    upstream: str
+    model: str | None = None  # None: the routed model
+
+
 class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     model: str
     upstream: str
     model_rewrite: str | None = None
+    fallbacks: list[FallbackConfig] = msgspec.field(default_factory=list)
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -128,6 +146,10 @@ def parse(data: dict[str, Any]) -> Config:
             raise ConfigError(f"upstreams[{i}].name: required, a string")
         if names.count(u["name"]) > 1:
             raise ConfigError(f"upstreams[{i}].name: {u['name']!r} is used twice")
+        try:
+            key_variables(u)
+        except ValueError as exc:
+            raise ConfigError(f"upstreams[{i}].api_key_env: {exc}") from None
         if u.get("api_key") is not None and not u.get("allow_inline_key"):
             raise ConfigError(
                 f"upstreams[{i}].api_key: keys belong in the environment (api_key_env); "
@@ -145,7 +167,27 @@ def parse(data: dict[str, Any]) -> Config:
     for i, r in enumerate(config.routes):
         if r.upstream not in names:
             raise ConfigError(f"routes[{i}].upstream: no upstream named {r.upstream!r}")
+        for j, f in enumerate(r.fallbacks):
+            if f.upstream not in names:
+                raise ConfigError(
+                    f"routes[{i}].fallbacks[{j}].upstream: no upstream named {f.upstream!r}"
+                )
     return config
+
+
+def key_variables(table: dict[str, Any]) -> tuple[str, ...]:
+    """The environment variables an upstream's keys come from: none, one, or a pool."""
+    names = table.get("api_key_env")
+    if names is None:
+        return ()
+    listed = [names] if isinstance(names, str) else names
+    if not isinstance(listed, list) or not all(isinstance(n, str) and n for n in listed):
+        raise ValueError("a variable name, or a list of them (a key pool)")
+    if not listed:
+        raise ValueError("a key pool names at least one variable")
+    if len(set(listed)) != len(listed):
+        raise ValueError("the pool names one variable twice")
+    return tuple(listed)
 
 
 def load(path: str | Path) -> Config:
@@ -166,7 +208,7 @@ def _field_types() -> dict[str, Any]:
     return get_type_hints(Upstream, localns={"Verify": bool | str})
 
 
-def _upstream(table: dict[str, Any], key: str | None) -> Upstream:
+def _upstream(table: dict[str, Any], key: str | list[str] | None) -> Upstream:
     types = _field_types()
     values: dict[str, Any] = {}
     for name, value in table.items():
@@ -183,13 +225,18 @@ def _upstream(table: dict[str, Any], key: str | None) -> Upstream:
 def build_upstream(table: dict[str, Any], env: dict[str, str] | None = None) -> Upstream:
     env = dict(os.environ) if env is None else env
     key = table.get("api_key")
-    variable = table.get("api_key_env")
-    if variable:
-        key = env.get(variable)
-        if not key:
-            raise ConfigError(f"upstreams.{table['name']}.api_key_env: ${variable} is not set")
+    variables = key_variables(table)
+    if variables:
+        keys = []
+        for variable in variables:
+            value = env.get(variable)
+            if not value:
+                raise ConfigError(f"upstreams.{table['name']}.api_key_env: ${variable} is not set")
+            keys.append(value)
+        key = keys[0] if isinstance(table["api_key_env"], str) else keys
+    knobs = routing_env(env)
     try:
-        return _upstream(table, key)
+        return _upstream({**table, **knobs}, key)
     except ValueError as exc:  # the key from the environment (named, never shown)
         raise ConfigError(f"upstreams.{table['name']}: {exc}") from None
 
@@ -203,10 +250,39 @@ def build_routes(config: Config, env: dict[str, str] | None = None) -> list[Rout
     routes = []
     for i, r in enumerate(config.routes):
         try:
-            routes.append(Route(r.model, ups[r.upstream], r.model_rewrite))
+            fallbacks = [Fallback(ups[f.upstream], model=f.model) for f in r.fallbacks]
+            routes.append(Route(r.model, ups[r.upstream], r.model_rewrite, fallbacks=fallbacks))
         except ValueError as exc:
             raise ConfigError(f"routes[{i}]: {exc}") from None
     return routes
+
+
+# The upstream keys also read from $PROXAI_<KEY>, over every upstream's own value.
+ROUTING_ENV = (
+    "first_content_timeout",
+    "max_retries",
+    "retry_budget",
+    "max_retry_after",
+    "key_cooldown",
+    "target_cooldown",
+    "continuation",
+)
+
+
+def routing_env(env: dict[str, str]) -> dict[str, Any]:
+    """$PROXAI_FIRST_CONTENT_TIMEOUT, $PROXAI_MAX_RETRIES, ... as upstream options."""
+    types = _field_types()
+    found: dict[str, Any] = {}
+    for name in ROUTING_ENV:
+        raw = env.get("PROXAI_" + name.upper())
+        if raw is None or not raw.strip():
+            continue
+        try:
+            value = raw.strip() if name == "continuation" else msgspec.json.decode(raw)
+            found[name] = msgspec.convert(value, types[name])
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            raise ConfigError(f"$PROXAI_{name.upper()}: {raw!r} is not a valid {name}") from None
+    return found
 
 
 
