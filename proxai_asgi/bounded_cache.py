@@ -45,6 +45,7 @@ class Lookup(Protocol[_KC, _VC]):
     @overload
     def __call__(self, key: _KC, default: _D, /) -> _VC | _D: ...
 
+
 # What a dict entry, its key's and its value's object headers cost beyond their contents.
 ENTRY_OVERHEAD = 100
 
@@ -203,10 +204,7 @@ class BoundedCache(Generic[_K, _V]):
     def _admit(self, key: _K, value: _V, size: int) -> None:
         """Put into the young generation (under the lock), turning it old when full."""
         young = self._young
-        if (
-            self._young_bytes + size > self.max_bytes // 2
-            or len(young) >= self.max_entries // 2
-        ):
+        if self._young_bytes + size > self.max_bytes // 2 or len(young) >= self.max_entries // 2:
             self._old, self._old_bytes = young, self._young_bytes
             young = self._young = {}
             self._young_bytes = 0

@@ -189,6 +189,7 @@ class Codec(Protocol):
         clients send for it, else a digest of the conversation's stable prefix (what
         stays the same across its turns) — or None. Never raises, whatever the body."""
         ...
+
     # Upstream side: how an answer cut after its first content is finished here unless
     # ``UpstreamOptions.continuation`` says otherwise (``routing/continuation.py``):
     # "prefill" (a final assistant turn holding the text sent is continued) or
@@ -292,6 +293,7 @@ class Codec(Protocol):
     def stream_complete(self, tail: StreamTail) -> bool:
         """Whether a relayed stream reached its successful end (routing continues an
         answer that did not; an upstream's own terminal error is not one)."""
+
     def resume(self, encoder: StreamEncoder, relayed: bytes) -> None:
         """Client side: ``encoder`` was fed the events decoded from ``relayed`` (this
         protocol's bytes, relayed unchanged); set what they say that the events do not

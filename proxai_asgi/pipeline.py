@@ -162,7 +162,6 @@ class StreamTranslator:
         "_open_tools",
         "_sse",
         "_unwrap",
-        "content",
         "done",
         "error",
         "held",
@@ -181,9 +180,6 @@ class StreamTranslator:
         self._log = sent
         self.held: ProxyError | None = None  # the failure held back (with ``sent``)
         self.held_event: c.StreamError | None = None  # ...when it was the upstream's own
-        # Whether the answer's content (a block, or its end) has been emitted: routing
-        # holds the bytes back until then, and fails over when the stream fails first.
-        self.content = False
         self.done = False
         # What ended the stream on this side: an upstream stream that could not be read,
         # a stall, a bug (an error the upstream sent in its stream is just its end).
@@ -294,10 +290,8 @@ class StreamTranslator:
             if kind is _ERROR and log is not None:
                 err = self.held_event = cast(c.StreamError, ev)
                 return self._hold(ProxyError(err.status, err.message, kind=err.kind))  # type: ignore[arg-type]
-            if kind is _START:
-                self.content = True
-                if cast(c.BlockStart, ev).kind == "tool_call":
-                    self._open_tools.add(cast(c.BlockStart, ev).index)
+            if kind is _START and cast(c.BlockStart, ev).kind == "tool_call":
+                self._open_tools.add(cast(c.BlockStart, ev).index)
             elif kind is _STOP:
                 self._open_tools.discard(cast(c.BlockStop, ev).index)
             if unwrap is None:
@@ -313,7 +307,7 @@ class StreamTranslator:
                 self.model = cast(c.MessageStart, ev).model
             elif kind is _FINISH:
                 self.usage = cast(c.Finish, ev).usage
-                self.content = self.done = True
+                self.done = True
                 return True
             elif kind is _ERROR:
                 self.done = True

@@ -27,13 +27,19 @@ class Target:
 
     @property
     def member(self) -> str:
-        """This key on this upstream: what a binding names and a 429 cools."""
+        """This key on this upstream: what a binding names and a refused key cools."""
         return member_name(self.upstream)
 
     @property
     def provider(self) -> str:
-        """This upstream, whichever key: what an outage (5xx, overload) cools."""
-        return upstream_name(self.upstream)
+        """This model on this upstream, whichever key: what an outage (5xx, overload)
+        cools (providers overload per model: the others stay in use)."""
+        return f"{upstream_name(self.upstream)}/{self.model}"
+
+    @property
+    def keyed(self) -> str:
+        """This model on this key: what a rate limit (429) cools."""
+        return f"{member_name(self.upstream)}/{self.model}"
 
 
 def upstream_name(up: Upstream) -> str:
@@ -73,14 +79,17 @@ class RoutePlan:
         """One target only: nothing to choose, no state to consult."""
         return len(self.groups) == 1 and len(self.route.upstream.members) == 1
 
-    @cached_property
-    def names(self) -> tuple[str, ...]:
-        """Every member and provider name, asked of the shared state in one go."""
+    def names(self, model: str) -> list[str]:
+        """Every name a cooldown of this request's targets can be kept under, asked of
+        the shared state in one go (``model``: the routed model)."""
         out: list[str] = []
-        for up, _, _ in self.groups:
-            out.append(upstream_name(up))
-            out.extend(member_name(m) for m in up.members)
-        return tuple(dict.fromkeys(out))
+        for up, fallback_model, _ in self.groups:
+            asked = fallback_model or model
+            out.append(f"{upstream_name(up)}/{asked}")
+            for m in up.members:
+                out.append(member_name(m))
+                out.append(f"{member_name(m)}/{asked}")
+        return out
 
     def targets(
         self,
@@ -94,10 +103,13 @@ class RoutePlan:
         later: list[tuple[float, int, Target]] = []
         for up, fallback_model, index in self.groups:
             members = _rotated(up.members, bound, session)
-            provider_wait = cooled.get(upstream_name(up), 0.0)
             for m in members:
                 target = Target(m, fallback_model or model, index)
-                wait = max(provider_wait, cooled.get(member_name(m), 0.0))
+                wait = max(
+                    cooled.get(target.provider, 0.0),
+                    cooled.get(target.member, 0.0),
+                    cooled.get(target.keyed, 0.0),
+                )
                 if wait > 0:
                     later.append((wait, len(later), target))
                 else:

@@ -80,9 +80,7 @@ class Upstream(UpstreamOptions):
     def _make_members(self) -> tuple[Upstream, ...]:
         if isinstance(self.api_key, str) or self.api_key is None:
             return (self,)
-        return tuple(
-            replace(self, api_key=k, key_index=i) for i, k in enumerate(self.api_key)
-        )
+        return tuple(replace(self, api_key=k, key_index=i) for i, k in enumerate(self.api_key))
 
     @property
     def key_id(self) -> str:

@@ -285,7 +285,6 @@ def routing_env(env: dict[str, str]) -> dict[str, Any]:
     return found
 
 
-
 # The ``[server]`` keys also read from $PROXAI_<KEY> (origins comma-separated).
 _ADMISSION_ENV = (
     "body_timeout",

@@ -13,8 +13,11 @@ the race to another attempt). A stream cut after its content started is finished
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, cast
+
+import msgspec
 
 from .. import canonical as c
 from .. import pipeline
@@ -36,6 +39,8 @@ if TYPE_CHECKING:
     from ..routing.plan import Target
     from .exchange import Exchange
 
+logger = logging.getLogger("proxai_asgi")
+
 MAX_ERROR_BODY = 1024 * 1024
 MAX_JSON_BODY = 64 * 1024 * 1024
 # A relayed stream keeps its bytes up to this size, to continue it if it is cut.
@@ -47,7 +52,15 @@ SSE_HEADERS: RawHeaders = [
     (b"x-accel-buffering", b"no"),
 ]
 
-_CONTENT = (c.BlockStart, c.BlockDelta, c.Finish)
+
+def is_content(event: object) -> bool:
+    """The answer's first content: text, thinking or tool arguments, a tool call's
+    name, or its end. A message or an empty block opened is not content yet: a
+    failure after only those can still go to another target unseen."""
+    kind = type(event)
+    if kind is c.BlockDelta or kind is c.Finish or kind is tuple:  # (tuple: a text run)
+        return True
+    return kind is c.BlockStart and cast(c.BlockStart, event).kind == "tool_call"
 
 
 class Preamble:
@@ -67,7 +80,7 @@ class Preamble:
         try:
             for frame in self._sse.decode(data):
                 for ev in self._decoder.feed(frame):
-                    if isinstance(ev, _CONTENT):
+                    if is_content(ev):
                         self.content = True
                         return True
                     if isinstance(ev, c.StreamError):
@@ -137,6 +150,8 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         if not resp.is_event_stream:
             data = await resp.read(MAX_JSON_BODY)  # a cut body fails here, unseen
             _check_length(resp, data)
+            if race.state is not None and not _is_json(data):
+                raise ProxyError(502, "upstream answer is not JSON", kind="bad_gateway")
             if not race.claim(target):
                 return None
             await _replay(ex, target, resp.status, headers, data)()
@@ -165,6 +180,9 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         # Only whole frames reach the client, so that a continuation can follow the
         # last one; a frame's rest waits for the read that completes it.
         partial = b""
+        # On a route with somewhere else to go, a frame that is not JSON is dropped
+        # (and logged): the client could not read it, and the answer goes on after it.
+        screen = race.state is not None
 
         async def forward(chunk: bytes) -> bool:
             nonlocal partial
@@ -173,6 +191,8 @@ async def _relay(race: Race, target: Target) -> Failed | None:
             end = frames_end(chunk)
             if end < len(chunk):
                 chunk, partial = chunk[:end], chunk[end:]
+            if chunk and screen:
+                chunk = _readable_frames(chunk, ex.client.name)
             if chunk:
                 kept.add(chunk)
                 await relay.chunk(chunk)
@@ -200,6 +220,38 @@ async def _relay(race: Race, target: Target) -> Failed | None:
     else:
         await relay.fail(cut)
     return None
+
+
+_raw = msgspec.json.Decoder(msgspec.Raw)
+
+
+def _readable_frames(chunk: bytes, protocol: str) -> bytes:
+    """``chunk`` (whole frames) without the frames whose data is not JSON."""
+    if chunk.startswith(b"data: ") and chunk.find(b"\n\n") == len(chunk) - 2:
+        data = chunk[6:-2]  # one frame, one data line: the usual read
+        if data == b"[DONE]" or _is_json(data):
+            return chunk
+        logger.warning("proxai_asgi dropped an unreadable %s stream frame", protocol)
+        return b""
+    sep = b"\r\n\r\n" if b"\r\n\r\n" in chunk else b"\n\n"
+    kept: list[bytes] = []
+    for frame in chunk.split(sep):
+        data = b"".join(
+            line[5:].lstrip(b" ") for line in frame.splitlines() if line.startswith(b"data:")
+        )
+        if data and data != b"[DONE]" and not _is_json(data):
+            logger.warning("proxai_asgi dropped an unreadable %s stream frame", protocol)
+            continue
+        kept.append(frame)
+    return sep.join(kept)
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        _raw.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _check_length(resp: UpstreamResponse, data: bytes) -> None:
@@ -301,15 +353,20 @@ async def _stream(
         await ex.body(b"", more=False)
         return None
     held = bytearray()
+    content = False
 
     async def hold(chunk: bytes) -> bool:
+        nonlocal content
+        seen = len(sent.log)
         held.extend(stream.feed(chunk))
-        return stream.content or stream.done
+        content = any(map(is_content, sent.log[seen:]))
+        return content or stream.done
 
     await pump(resp, up, hold)
-    if not stream.content and not stream.done:
+    if not content and not stream.done:
         held.extend(stream.close())  # the stream ended before any content
-    if not stream.content:
+        content = any(map(is_content, sent.log))
+    if not content:
         failed = stream.held_event or _event_of(
             stream.held
             or ProxyError(502, "upstream stream ended before any content", kind="bad_gateway")

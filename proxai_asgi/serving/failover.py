@@ -212,7 +212,7 @@ class Race:
                 await anyio.sleep(wait)
                 continue
             # Out of retries: a rate limit is this key's, anything else the provider's.
-            name = target.member if failure.status == 429 else target.provider
+            name = target.keyed if failure.status == 429 else target.provider
             await self._cool(name, max(up.target_cooldown, retry_after or 0))
             return
 
@@ -246,6 +246,8 @@ class Race:
         if any(f.target.member == target.member for f in self.failed):
             return  # it failed before answering: its cooldown stands
         await state.recovered(target.member)
+        await state.recovered(target.provider)
+        await state.recovered(target.keyed)
         if self.session is not None:
             await state.bind(self.session, target.member, BINDING_TTL)
 
@@ -263,7 +265,7 @@ class Race:
 PROBE_WINDOW = 10.0
 
 
-async def _cooled(state: RoutingState, names: tuple[str, ...]) -> dict[str, float]:
+async def _cooled(state: RoutingState, names: list[str]) -> dict[str, float]:
     """The names to avoid now and for how long; a lapsed one is probed by this request
     if it wins the claim."""
     cooled = await state.cooled(names)
@@ -287,7 +289,7 @@ async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> No
         state = ex.mw.routing
         headers = ex.client_headers()
         session = session_of(ex.client, headers, body, client_credential(headers))
-        cooled = await _cooled(state, plan.names)
+        cooled = await _cooled(state, plan.names(model))
         bound = await state.bound(session) if session is not None else None
         race = Race(ex, plan.targets(model, cooled, bound, session), attempt, state, session)
     ex.routing = race.record

@@ -148,9 +148,7 @@ def upstream_headers(
             continue  # recomputed: a model rewrite changes the length
         out.append((k, v))
 
-    credential = (
-        upstream.key.encode() if upstream.key else client_credential(client_headers)
-    )
+    credential = upstream.key.encode() if upstream.key else client_credential(client_headers)
     if passthrough and upstream.api_key is None:
         # Same protocol, no key of ours: the client's credential headers go as they are.
         out.extend((k, v) for k, v in client_headers if k in credentials and k != b"cookie")

@@ -153,8 +153,11 @@ def system_placement(messages: list[wire.ClientInputMessage], i: int) -> None:
 
 def _ends_in_server_call(m: wire.ClientInputMessage) -> bool:
     content = m.content
-    return m.role == "assistant" and type(content) is list and bool(content) and (
-        isinstance(content[-1], _SERVER_CALLS)
+    return (
+        m.role == "assistant"
+        and type(content) is list
+        and bool(content)
+        and (isinstance(content[-1], _SERVER_CALLS))
     )
 
 
