@@ -11,9 +11,11 @@ fallback has a one-target plan and never asks the shared state anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..client_values import loggable
+from .failures import Failure
 from .routes import Route, Upstream
 
 
@@ -40,6 +42,19 @@ class Target:
     def keyed(self) -> str:
         """This model on this key: what a rate limit (429) cools."""
         return f"{member_name(self.upstream)}/{self.model}"
+
+
+@dataclass(slots=True)
+class Attempts:
+    """What the exchange log and the ledger say of the routing (``Exchange.routing``)."""
+
+    count: int = 0
+    failures: list[str] = field(default_factory=list)
+    served_by: Target | None = None
+    continued: Target | None = None  # the target that finished a cut answer
+
+    def note(self, target: Target, failure: Failure) -> None:
+        self.failures.append(f"{target.fallback_index}:{failure.cls}:{loggable(failure.reason)}")
 
 
 def upstream_name(up: Upstream) -> str:

@@ -86,8 +86,10 @@ class Preamble:
                     if isinstance(ev, c.StreamError):
                         self.error = ev
                         return True
-        except ProxyError as err:
-            self.error = c.StreamError(status=err.status, kind=err.kind, message=err.message)
+        except ProxyError:
+            # Bytes this decoder cannot follow (a stream stricter readers refuse): no
+            # longer ours to judge; relayed as they came, as pass-through always is.
+            self.content = True
             return True
         return False
 
@@ -117,7 +119,8 @@ async def attempt(race: Race, target: Target) -> Failed | None:
         failure = classify_exception(err) or Failure("target", err.status, err.message)
         if err.status in (400, 404, 413, 422) and err.kind == "invalid_request":
             failure = Failure("request", err.status, err.message)
-        return Failed(target, failure, _answer(ex, target, err))
+        silent = err.kind == "timeout"
+        return Failed(target, failure, _answer(ex, target, err), silent)
 
 
 def _answer(ex: Exchange, target: Target, err: ProxyError) -> continuing.Respond:
@@ -149,7 +152,8 @@ async def _relay(race: Race, target: Target) -> Failed | None:
             return Failed(target, failure, _replay(ex, target, resp.status, headers, data))
         if not resp.is_event_stream:
             data = await resp.read(MAX_JSON_BODY)  # a cut body fails here, unseen
-            _check_length(resp, data)
+            if up.inner:  # (an HTTP transport raises on a short body by itself)
+                _check_length(resp, data)
             if race.state is not None and not _is_json(data):
                 raise ProxyError(502, "upstream answer is not JSON", kind="bad_gateway")
             if not race.claim(target):
@@ -208,7 +212,9 @@ async def _relay(race: Race, target: Target) -> Failed | None:
     if cut is None and partial:
         await relay.chunk(partial)  # the body's last frame, not ended by a blank line
         partial = b""
-    if cut is None and relay.complete():
+    if cut is None and (relay.complete() or relay.ended_by_upstream()):
+        # Whole, or ended by the upstream's own error event (already relayed: the
+        # client has the terminal error, which a continuation cannot take back).
         await relay.end()
         return None
     error = cut or ProxyError(502, "upstream stream ended before its end", kind="bad_gateway")

@@ -128,6 +128,11 @@ async def _continue(
             continue
         before = len(sent.log)
         splice = await _ask(race, candidate, encoder, sent, translation, mode, error)
+        if splice is None and mode == "prefill":
+            # Refused: some models reject a prefill (newest Claude models, OpenAI):
+            # asked again without it, only what extends the text sent is released.
+            mode = "restart"
+            splice = await _ask(race, candidate, encoder, sent, translation, mode, error)
         if splice is None:
             continue
         last = splice
@@ -177,7 +182,8 @@ async def _ask(
             if not 200 <= resp.status < 300 or not resp.is_event_stream:
                 await resp.read(MAX_ERROR_BODY)
                 logger.info(
-                    "proxai_asgi continuation refused by fallback %d: %s",
+                    "proxai_asgi continuation (%s) refused by fallback %d: %s",
+                    mode,
                     candidate.fallback_index,
                     resp.status,
                 )

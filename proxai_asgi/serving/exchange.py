@@ -40,8 +40,8 @@ from . import telemetry
 from .key_mask import KeyMask, mask, maskable_key
 
 if TYPE_CHECKING:
+    from ..routing.plan import Attempts
     from .context import Context
-    from .failover import Attempts
 
 logger = logging.getLogger("proxai_asgi")
 

@@ -25,7 +25,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 
@@ -35,7 +35,7 @@ from ..routing import Route
 from ..routing.affinity import session_of
 from ..routing.failures import Failure, backoff
 from ..routing.health import RoutingState
-from ..routing.plan import RoutePlan, Target
+from ..routing.plan import Attempts, RoutePlan, Target
 from ..transport.upstream import client_credential
 from .exchange import Exchange
 
@@ -56,19 +56,9 @@ class Failed:
     target: Target
     failure: Failure
     respond: Respond
-
-
-@dataclass(slots=True)
-class Attempts:
-    """What the exchange log and the ledger say of the routing (``Exchange.routing``)."""
-
-    count: int = 0
-    failures: list[str] = field(default_factory=list)
-    served_by: Target | None = None
-    continued: Target | None = None  # the target that finished a cut answer
-
-    def note(self, target: Target, failure: Failure) -> None:
-        self.failures.append(f"{target.fallback_index}:{failure.cls}:{loggable(failure.reason)}")
+    # The target never answered in time: asked again it would only make the client
+    # wait as long once more, so the next target is asked instead.
+    silent: bool = False
 
 
 def plan_of(route: Route) -> RoutePlan:
@@ -203,7 +193,8 @@ class Race:
             wait = backoff(tries + 1, failure.retry_after, random.random)
             retry_after = failure.retry_after
             if (
-                tries < up.max_retries
+                not failed.silent
+                and tries < up.max_retries
                 and (retry_after is None or retry_after <= up.max_retry_after)
                 and self._spent + wait <= up.retry_budget
             ):

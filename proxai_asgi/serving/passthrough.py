@@ -98,6 +98,13 @@ class PassthroughRelay:
         """Whether the stream relayed so far reached its protocol's successful end."""
         return self._tail is not None and self._codec.stream_complete(self._tail)
 
+    def ended_by_upstream(self) -> bool:
+        """Whether the stream relayed so far ended with the upstream's own terminal
+        event, an error included (nothing of ours would be added at its end)."""
+        if self._tail is None:
+            return False
+        return b'"error"' not in self._codec.stream_epilogue(self._tail, None)
+
     async def end(self) -> None:
         """The upstream body ended normally."""
         if self._error_body is not None:

@@ -131,6 +131,7 @@ def run(
     transport: str,
     test: Callable[[ProxaiMiddleware, httpx.AsyncClient, Upstream1], Coroutine[Any, Any, None]],
     inner: ASGIApp = _no_app,
+    **options: Any,
 ) -> Upstream1:
     """Serve ``script``, run ``test`` against a middleware whose upstream speaks
     ``upstream_protocol`` over ``transport`` ("lean", "httpx", or "inner": the wrapped
@@ -144,7 +145,7 @@ def run(
         if transport == "inner":
             mw = ProxaiMiddleware(inner, upstream=Upstream.inner_app(upstream_protocol))  # type: ignore[arg-type]
         else:
-            up = Upstream(upstream_protocol, base_url, "sk-up")  # type: ignore[arg-type]
+            up = Upstream(upstream_protocol, base_url, "sk-up", **options)  # type: ignore[arg-type]
             mw = ProxaiMiddleware(inner, upstream=up, lean_http=transport == "lean")
         client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=mw), base_url="http://proxy", timeout=10

@@ -216,8 +216,8 @@ def test_reused_connection_closed_after_the_upstream_held_the_request_is_not_res
     client: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The upstream may have processed (and billed) a request it held before closing:
-    not resent behind the client's back; the client gets a 502 in its own shape, and
-    the pool counts and logs it."""
+    the pool does not resend it behind the client's back (it counts and logs it); with
+    no retry left to the routing policy, the client gets a 502 in its own shape."""
     monkeypatch.setattr(http1, "RESEND_WINDOW", 0.02)
 
     async def test(mw: ProxaiMiddleware, http: httpx.AsyncClient, up: Upstream1) -> None:
@@ -235,8 +235,27 @@ def test_reused_connection_closed_after_the_upstream_held_the_request_is_not_res
         assert mw.lean is not None and mw.lean.not_resent == 1
         assert "not resent" in caplog.text
 
-    upstream = run(_close_after(0.2), CHAT, "lean", test)
+    upstream = run(_close_after(0.2), CHAT, "lean", test, max_retries=0)
     assert len(upstream.requests) == 2  # the held request reached it exactly once
+
+
+def test_a_held_request_the_upstream_dropped_is_retried_only_as_a_routing_attempt(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With retries left, the routing policy (not the pool) asks again, and says so."""
+    monkeypatch.setattr(http1, "RESEND_WINDOW", 0.02)
+
+    async def test(mw: ProxaiMiddleware, http: httpx.AsyncClient, up: Upstream1) -> None:
+        first = await http.post(PATH[CHAT], content=request_body(CHAT, "q0", stream=False))
+        assert first.status_code == 200
+        with caplog.at_level(logging.INFO, logger="proxai_asgi"):
+            r = await http.post(PATH[CHAT], content=request_body(CHAT, "q1", stream=False))
+        assert r.status_code == 200
+        assert mw.lean is not None and mw.lean.not_resent == 1
+        assert "attempt failed" in caplog.text and "class=target" in caplog.text
+
+    upstream = run(_close_after(0.2), CHAT, "lean", test)
+    assert len(upstream.requests) == 3  # the held one, then the routing policy's retry
 
 
 def test_reused_connection_closed_at_once_is_still_resent_once() -> None:
