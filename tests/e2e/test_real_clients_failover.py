@@ -26,7 +26,7 @@ import pytest
 from proxai_asgi import Fallback, ProxaiMiddleware, Route, Upstream
 from proxai_asgi.codec import PROTOCOLS, ProtocolName
 from proxai_asgi.protocols import get_codec
-from proxai_asgi.routing.affinity import session_of
+from proxai_asgi.routing.affinity import GENERIC_HEADERS, session_of
 from proxai_asgi.routing.plan import RoutePlan
 from proxai_asgi.transport.upstream import Receive, Scope, Send
 from tests.e2e.test_real_clients import (
@@ -56,6 +56,7 @@ FALLBACK_MODEL = "fallback-model-e2e"
 # The primary gives up fast: one retry, at most half a second of backoff.
 QUICK = {"max_retries": 1, "retry_budget": 0.5}
 _JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream")]
 
 # Each provider's answer to a revoked key, and to a request while it is overloaded.
 _OPENAI_401 = {
@@ -110,7 +111,35 @@ _OPENAI_429 = {
         "code": "rate_limit_exceeded",
     }
 }
-OVERLOADED_ANSWER: dict[tuple[ProtocolName, int], dict[str, Any]] = {
+# Status 200: Anthropic's overload inside a stream, before any content.
+_ANTHROPIC_INBAND = b"".join(
+    b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(data).encode())
+    for name, data in [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_overloaded",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "primary",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+        (
+            "error",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        ),
+    ]
+)
+OVERLOADED_ANSWER: dict[tuple[ProtocolName, int], dict[str, Any] | bytes] = {
+    (ANTHROPIC, 200): _ANTHROPIC_INBAND,
     (ANTHROPIC, 529): {
         "type": "error",
         "error": {"type": "overloaded_error", "message": "Overloaded"},
@@ -155,7 +184,7 @@ class Providers:
         protocol = next((p for p in PROTOCOLS if get_codec(p).serves(scope["path"])), None)
         model = next((m for m in self.models if m.protocol == protocol), None)
         call = Call(protocol or CHAT, scope["path"], _key_of(scope), 0)
-        failure: tuple[int, dict[str, Any]] | None = None
+        failure: tuple[int, dict[str, Any] | bytes] | None = None
         if protocol is None:
             failure = 404, {"error": {"message": "no such path", "type": "not_found"}}
         elif call.key in self.revoked:
@@ -194,9 +223,12 @@ def _key_of(scope: Scope) -> str:
     return next((q[4:] for q in query.split("&") if q.startswith("key=")), "")
 
 
-async def _reply(send: Send, status: int, body: dict[str, Any]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": _JSON})
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+async def _reply(send: Send, status: int, body: dict[str, Any] | bytes) -> None:
+    """A JSON error, or (bytes) an event stream."""
+    headers = _SSE if isinstance(body, bytes) else _JSON
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    await send({"type": "http.response.body", "body": data})
 
 
 @dataclass
@@ -211,18 +243,25 @@ class PinSession:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.value:
-            names = get_codec(self.client).session_headers
+            names = session_headers(self.client)
             headers = [(k, v) for k, v in scope["headers"] if k not in names]
             scope = dict(scope, headers=[*headers, (names[0], self.value)])
         await self.app(scope, receive, send)
 
 
+def session_headers(client: ProtocolName) -> tuple[bytes, ...]:
+    """The headers that name a session, the first one ranking highest (Gemini CLI
+    sends none of its own: the generic one pins its session)."""
+    return get_codec(client).session_headers + GENERIC_HEADERS
+
+
 def sessions_starting_on(route: Route, client: ProtocolName, key: str) -> Iterator[bytes]:
     """Session values that ``route`` starts on ``key`` for the CLIs' credential."""
     codec, plan = get_codec(client), RoutePlan(route)
+    header = session_headers(client)[0]
     for i in range(256):
         value = b"e2e-pinned-session-%d" % i
-        session = session_of(codec, [(codec.session_headers[0], value)], b"", b"dummy")
+        session = session_of(codec, [(header, value)], b"", b"dummy")
         if plan.targets("any-model", session=session)[0].upstream.api_key == key:
             yield value
 
@@ -294,14 +333,17 @@ def assert_fallback_served(
     model: ScriptedModel,
     providers: Providers,
     primary: ProtocolName,
+    log: str,
     model_field: str = "model",
 ) -> None:
     """Every call the CLI made was answered by the fallback, under its model's name;
-    the primary was tried and then left alone while cooled down."""
-    why = explain(run, recorder, model) + f"\n== provider calls {providers.calls}"
+    the primary was tried (each try logged as a target failure) and then left alone
+    while cooled down."""
+    why = explain(run, recorder, model) + f"\n== provider calls {providers.calls}\n{log}"
     tried = [c for c in providers.calls if c.protocol == primary]
-    assert tried and all(c.status >= 400 for c in tried), why
+    assert tried and log.count("class=target") == len(tried), why
     assert len(tried) <= 1 + QUICK["max_retries"], why  # one request's tries, then cooled
+    assert "sk-primary-e2e" not in log and FALLBACK_KEY not in log, log
     served = [c for c in providers.calls if c.protocol == model.protocol]
     calls = llm_calls(recorder)
     assert len(served) == len(calls) and all(c.status == 200 for c in served), why
@@ -347,24 +389,32 @@ def test_claude_code_completes_its_loop_when_the_pools_first_key_is_revoked(
     assert_pool_held(runs, proxy.recorder, models, providers, caplog.text)
 
 
+# (fallback, transport, the primary's status (200: overloaded in-band), reasoning)
 CLAUDE_FALLBACKS = [
-    pytest.param(CHAT, "http", False, id="chat-http"),
-    pytest.param(CHAT, "inner", True, id="chat-inner-reasoning"),
-    pytest.param(GEMINI, "http", True, id="gemini-http-reasoning"),
+    pytest.param(CHAT, "http", 529, False, id="chat-http-529"),
+    pytest.param(CHAT, "inner", 529, True, id="chat-inner-529-reasoning"),
+    pytest.param(GEMINI, "http", 529, True, id="gemini-http-529-reasoning"),
+    pytest.param(GEMINI, "inner", 200, False, id="gemini-inner-inband"),
+    pytest.param(CHAT, "http", 200, True, id="chat-http-inband-reasoning"),
 ]
 
 
-@pytest.mark.parametrize(("fallback", "transport", "reasoning"), CLAUDE_FALLBACKS)
+@pytest.mark.parametrize(("fallback", "transport", "status", "reasoning"), CLAUDE_FALLBACKS)
 def test_claude_code_completes_its_loop_on_a_fallback_when_its_primary_is_overloaded(
-    tmp_path: Path, fallback: ProtocolName, transport: str, reasoning: bool
+    tmp_path: Path,
+    fallback: ProtocolName,
+    transport: str,
+    status: int,
+    reasoning: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     model = ScriptedModel(fallback, COMMAND, reasoning=reasoning)
-    providers = Providers([model], overloaded={ANTHROPIC: 529})
+    providers = Providers([model], overloaded={ANTHROPIC: status})
     primary = (ANTHROPIC, "sk-primary-e2e")
     with routed(providers, transport, primary, fallback, client=ANTHROPIC) as proxy:
         run = run_claude(proxy.url, tmp_path)
     claude_result(run, proxy.recorder, model)
-    assert_fallback_served(run, proxy.recorder, model, providers, ANTHROPIC)
+    assert_fallback_served(run, proxy.recorder, model, providers, ANTHROPIC, caplog.text)
 
 
 # ------------------------------------------------------------------------ Codex
@@ -402,7 +452,12 @@ CODEX_FALLBACKS = [
 
 @pytest.mark.parametrize(("fallback", "transport", "status", "reasoning"), CODEX_FALLBACKS)
 def test_codex_completes_its_loop_on_a_fallback_when_its_primary_is_overloaded(
-    tmp_path: Path, fallback: ProtocolName, transport: str, status: int, reasoning: bool
+    tmp_path: Path,
+    fallback: ProtocolName,
+    transport: str,
+    status: int,
+    reasoning: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     model = _codex_model(fallback, reasoning)
     providers = Providers([model], overloaded={RESPONSES: status})
@@ -410,10 +465,27 @@ def test_codex_completes_its_loop_on_a_fallback_when_its_primary_is_overloaded(
     with routed(providers, transport, primary, fallback, client=RESPONSES) as proxy:
         run = run_codex(proxy.url, tmp_path)
     codex_events(run, proxy.recorder, model)
-    assert_fallback_served(run, proxy.recorder, model, providers, RESPONSES)
+    assert_fallback_served(run, proxy.recorder, model, providers, RESPONSES, caplog.text)
 
 
 # ------------------------------------------------------------------- Gemini CLI
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_gemini_cli_completes_its_loop_when_the_pools_first_key_is_revoked(
+    tmp_path: Path, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Google answers a revoked key with a 400 whose reason is ``API_KEY_INVALID``."""
+    models = [ScriptedModel(GEMINI, COMMAND, reasoning=transport == "http") for _ in "12"]
+    providers = Providers(models[:1], revoked=frozenset({REVOKED}))
+    runs = []
+    with routed(providers, transport, (GEMINI, [REVOKED, GOOD]), client=GEMINI) as proxy:
+        sessions = sessions_starting_on(proxy.route, GEMINI, REVOKED)
+        for n, model in enumerate(models):
+            providers.models, proxy.pin.value = [model], next(sessions)
+            runs.append(run_gemini(proxy.url, subdir(tmp_path, n)))
+            gemini_result(runs[-1], proxy.recorder, model)
+    assert_pool_held(runs, proxy.recorder, models, providers, caplog.text)
 
 
 @pytest.mark.parametrize(
@@ -421,7 +493,7 @@ def test_codex_completes_its_loop_on_a_fallback_when_its_primary_is_overloaded(
     [pytest.param("http", True, id="http-reasoning"), pytest.param("inner", False, id="inner")],
 )
 def test_gemini_cli_completes_its_loop_on_an_anthropic_fallback_when_gemini_is_overloaded(
-    tmp_path: Path, transport: str, reasoning: bool
+    tmp_path: Path, transport: str, reasoning: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     model = ScriptedModel(ANTHROPIC, COMMAND, reasoning=reasoning)
     providers = Providers([model], overloaded={GEMINI: 503})
@@ -429,4 +501,6 @@ def test_gemini_cli_completes_its_loop_on_an_anthropic_fallback_when_gemini_is_o
     with routed(providers, transport, primary, ANTHROPIC, client=GEMINI) as proxy:
         run = run_gemini(proxy.url, tmp_path)
     gemini_result(run, proxy.recorder, model)
-    assert_fallback_served(run, proxy.recorder, model, providers, GEMINI, "modelVersion")
+    assert_fallback_served(
+        run, proxy.recorder, model, providers, GEMINI, caplog.text, "modelVersion"
+    )
