@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 import redis as redis_client
@@ -33,6 +34,7 @@ from tests.routing.test_failover import (
     error,
     key_of,
     protocol_of,
+    requested_model,
     upstream,
 )
 
@@ -84,18 +86,29 @@ class Fleet:
     def seen(self) -> list[Seen]:
         return self.board.fake.seen
 
-    def instance(self, route: RouteFor, store: str | None) -> str:
-        """One more proxy in front of the upstream, with ``route``, on ``store``."""
-        app = ProxaiMiddleware(self.board, routes=[route(self.base)], store=store)
+    def instance(self, route: RouteFor, store: str | None, *more: RouteFor) -> str:
+        """One more proxy in front of the upstream, with ``route`` (then ``more``), on
+        ``store``."""
+        routes = [r(self.base) for r in (route, *more)]
+        app = ProxaiMiddleware(self.board, routes=routes, store=store)
         return self.es.enter_context(serve(app, close_app=True))
 
     def ask(
-        self, url: str, stream: bool = False, *, prompt: str = "hi", session: str | None = None
+        self,
+        url: str,
+        stream: bool = False,
+        *,
+        model: str = "claude-x",
+        prompt: str = "hi",
+        session: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[str, list[Seen]]:
         """One request through ``url``: the answer's text and what the upstream saw of it."""
         before = len(self.seen)
-        headers = {SESSION_HEADER: session} if session else None
-        text, _model = ask_anthropic(url, stream, prompt=prompt, headers=headers)
+        headers = dict(headers or {})
+        if session:
+            headers[SESSION_HEADER] = session
+        text, _model = ask_anthropic(url, stream, model, prompt=prompt, headers=headers)
         return text, self.seen[before:]
 
 
@@ -123,7 +136,10 @@ def overloaded_primary(base: str | None) -> Route:
 
 
 def anthropic_overloaded(seen: Seen, n: int) -> Reply | None:
-    return error(529) if protocol_of(seen) == ANTHROPIC else None
+    """The Anthropic primary of ``claude-*`` is overloaded."""
+    if protocol_of(seen) == ANTHROPIC and requested_model(seen).startswith("claude-"):
+        return error(529)
+    return None
 
 
 # ------------------------------------------------------------------------- cooldowns
@@ -271,3 +287,75 @@ def test_redis_stopped_mid_test_fails_no_request_and_is_logged_once_per_instance
                 assert protocols(seen) == [CHAT]  # each from its own view
         assert caplog.text.count(DOWN) == 2  # once for each instance
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# ------------------------------------------------------------- separate processes
+
+STANDALONE = """
+[[upstreams]]
+name = "primary"
+protocol = "anthropic_messages"
+base_url = "{base}"
+max_retries = 1
+retry_budget = 0.5
+target_cooldown = 30
+
+[[upstreams]]
+name = "backup"
+protocol = "openai_chat_completions"
+base_url = "{base}/v1"
+
+[[upstreams]]
+name = "pool"
+protocol = "anthropic_messages"
+base_url = "{base}"
+api_key_env = ["REVOKED", "GOOD"]
+
+[[routes]]
+model = "claude-*"
+upstream = "primary"
+fallbacks = [{{ upstream = "backup", model = "backup-model" }}]
+
+[[routes]]
+model = "pool-*"
+upstream = "pool"
+"""
+
+
+def test_the_standalone_servers_workers_and_an_embedded_instance_share_what_they_learn(
+    tmp_path: Path, store_url: str
+) -> None:
+    """Other processes: ``proxai-asgi --workers 2`` configured by TOML, and this
+    process's middleware configured in Python with the same upstreams."""
+    from tests.test_workers import proxy, start
+
+    with ExitStack() as es:
+        fleet = Fleet(es, "http")
+        fleet.script(lambda seen, n: anthropic_overloaded(seen, n) or refuse_revoked(seen, n))
+        assert fleet.base is not None
+        config = tmp_path / "proxai.toml"
+        config.write_text(STANDALONE.format(base=fleet.base))
+        keys_env = {"REVOKED": REVOKED_KEY, "GOOD": GOOD_KEY}
+        server = es.enter_context(
+            proxy("--config", str(config), "--workers", "2", "--store", store_url, env=keys_env)
+        )
+        start(server, 2)
+        workers = f"http://127.0.0.1:{server.port}"
+        embedded = fleet.instance(overloaded_primary, store_url, revoked_first_key)
+        fresh = {"connection": "close"}  # a new connection each time: any worker takes it
+
+        # The primary learned down here is skipped by whichever worker answers...
+        assert protocols(fleet.ask(embedded)[1]) == [ANTHROPIC, ANTHROPIC, CHAT]
+        for _ in range(6):
+            text, seen = fleet.ask(workers, headers=fresh)
+            assert (text, protocols(seen)) == ("answered by backup-model", [CHAT])
+
+        # ...and a key the workers learned revoked is skipped here.
+        tried: list[str] = []
+        for prompt in PROMPTS:
+            tried += keys(fleet.ask(workers, model="pool-x", prompt=prompt, headers=fresh)[1])
+            if REVOKED_KEY in tried:
+                break
+        assert tried.count(REVOKED_KEY) == 1
+        for prompt in PROMPTS:
+            assert keys(fleet.ask(embedded, model="pool-x", prompt=prompt)[1]) == [GOOD_KEY]
