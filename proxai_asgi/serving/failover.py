@@ -245,7 +245,10 @@ class Race:
             return
         if any(f.target.member == target.member for f in self.failed):
             return  # it failed before answering: its cooldown stands
+        # An outage (5xx, overload) was learned for the provider, a 429 or a refused
+        # key for the member: an answer proves both well again.
         await state.recovered(target.member)
+        await state.recovered(target.provider)
         if self.session is not None:
             await state.bind(self.session, target.member, BINDING_TTL)
 
