@@ -167,6 +167,37 @@ def test_a_target_cooled_on_one_instance_is_skipped_by_the_other(
     assert protocols(seen) == [ANTHROPIC, ANTHROPIC, CHAT]
 
 
+def briefly_cooled_primary(base: str | None) -> Route:
+    """A primary cooled for a moment only after one failure, and a Chat fallback."""
+    return Route(
+        "claude-*",
+        upstream(ANTHROPIC, base, max_retries=0, target_cooldown=0.2),
+        fallbacks=[Fallback(upstream(CHAT, base), model="backup-model")],
+    )
+
+
+def test_a_primary_that_recovers_on_one_instance_is_used_again_by_every_instance(
+    fleet: Fleet, store_url: str
+) -> None:
+    down = [True]
+    fleet.script(lambda seen, n: anthropic_overloaded(seen, n) if down[0] else None)
+    a = fleet.instance(briefly_cooled_primary, store_url)
+    b = fleet.instance(briefly_cooled_primary, store_url)
+    memory = fleet.instance(briefly_cooled_primary, None)
+
+    assert protocols(fleet.ask(a)[1]) == [ANTHROPIC, CHAT]
+    assert protocols(fleet.ask(b)[1]) == [CHAT]  # cooled, for every instance
+    assert protocols(fleet.ask(memory)[1]) == [ANTHROPIC, CHAT]  # (learned by itself)
+    down[0] = False
+    time.sleep(0.3)  # the cooldown (0.2 s) lapses: the next request probes the primary
+    for url in (b, memory):
+        text, seen = fleet.ask(url)
+        assert (text, protocols(seen)) == ("answered by claude-x", [ANTHROPIC])
+    for url in (a, b, a, b, memory):  # the probe succeeded: traffic is back on the primary
+        text, seen = fleet.ask(url)
+        assert (text, protocols(seen)) == ("answered by claude-x", [ANTHROPIC])
+
+
 def revoked_first_key(base: str | None) -> Route:
     return Route("*", upstream(ANTHROPIC, base, [REVOKED_KEY, GOOD_KEY]))
 
