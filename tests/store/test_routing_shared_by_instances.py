@@ -3,10 +3,11 @@
 server on 127.0.0.1 (as two processes behind a load balancer), and one scripted
 upstream whose request log shows which target and key each request reached.
 
-What one instance learns — a target down, a key revoked, the key a session is bound
-to — the other obeys on its next request; an instance on memory (``store=None``)
-learns nothing from them. Redis stopped mid-test fails no request: each instance
-answers from its own view and says so once."""
+What one instance learns — a target down, a target recovered, a key revoked, the key
+a session is bound to — the other obeys on its next request; an instance on memory
+(``store=None``) learns nothing from them. Redis stopped mid-test fails no request:
+each instance answers from its own view and says so once. Last, the same across real
+processes: ``proxai-asgi --workers 2`` beside a middleware in this process."""
 
 from __future__ import annotations
 
