@@ -52,10 +52,12 @@ class Server:
 
 
 @contextmanager
-def proxy(*args: str) -> Iterator[Server]:
+def proxy(*args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """``proxai-asgi *args`` on a free port, with ``env`` added to this environment."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "proxai_asgi", "--port", "0", "--log-level", "info", *args],
         cwd=ROOT,
+        env={**os.environ, **env} if env else None,
         stderr=subprocess.STDOUT,
         stdout=subprocess.PIPE,
         text=True,

@@ -234,8 +234,9 @@ class Race:
         state = self.state
         if state is None:
             return
-        if any(f.target.member == target.member for f in self.failed):
-            return  # it failed before answering: its cooldown stands
+        # An outage (5xx, overload) was learned for the model on the provider, a 429
+        # for it on the key, a refused key for the member: an answer proves all well
+        # again (a target that failed and then answered on a retry too).
         await state.recovered(target.member)
         await state.recovered(target.provider)
         await state.recovered(target.keyed)

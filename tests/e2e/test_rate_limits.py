@@ -4,6 +4,9 @@ rate-limit headers, mapped from the upstream's own; nothing invented."""
 
 from __future__ import annotations
 
+# The 429 is the answer here (its shape and headers): the proxy does not retry it
+# (max_retries=0); tests/routing/ covers retrying.
+
 import json
 import time
 from datetime import datetime
@@ -54,7 +57,7 @@ def test_a_429_carries_retry_after_and_the_clients_rate_limit_headers(
 ) -> None:
     headers = [("content-type", "application/json"), *limits_of(upstream)]
     fake.push(Reply(429, headers, [upstream_error(upstream, 429)]))
-    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    proxy = stack.proxy(fake, upstream, inner=inner, max_retries=0)  # type: ignore[arg-type]
     path, body = client_request(client, stream)
     t0 = time.time()
     r = httpx.post(proxy + path, json=body, timeout=20)
@@ -94,7 +97,7 @@ def test_an_exhausted_quota_tells_the_client_not_to_retry(
     fake.push(
         Reply(429, [("content-type", "application/json")], [json.dumps({"error": err}).encode()])
     )
-    proxy = stack.proxy(fake, "openai_responses", inner=inner)
+    proxy = stack.proxy(fake, "openai_responses", inner=inner, max_retries=0)
     path, body = client_request(client, False)
     r = httpx.post(proxy + path, json=body, timeout=20)
     assert r.status_code == 429 and r.headers["x-should-retry"] == "false"
@@ -108,7 +111,7 @@ def test_no_limit_is_invented_when_the_upstream_states_none(
     stack: Stack, fake: FakeUpstream, client: str, upstream: str
 ) -> None:
     fake.push(Reply(429, [("content-type", "application/json")], [upstream_error(upstream, 429)]))
-    proxy = stack.proxy(fake, upstream)  # type: ignore[arg-type]
+    proxy = stack.proxy(fake, upstream, max_retries=0)  # type: ignore[arg-type]
     path, body = client_request(client, False)
     r = httpx.post(proxy + path, json=body, timeout=20)
     assert r.status_code == 429
@@ -154,7 +157,7 @@ def test_a_429_in_gemini_directions_carries_retry_after(
     fake.push(
         Reply(429, [("content-type", "application/json"), *wait], [upstream_error(upstream, 429)])
     )
-    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    proxy = stack.proxy(fake, upstream, inner=inner, max_retries=0)  # type: ignore[arg-type]
     path, body = client_request(client, stream)
     r = httpx.post(proxy + path, json=body, timeout=20)
     assert r.status_code == 429

@@ -77,6 +77,12 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+# The proxy retries, fails over and continues cut answers by itself; these options
+# leave a failure to the client instead, to test the client's own recovery from it
+# (what a client sees when the proxy has nothing left to try).
+PASS_FAILURES_ON: dict[str, Any] = {"max_retries": 0, "continuation": "off"}
+
+
 @contextlib.contextmanager
 def middleware_for(
     model: ScriptedModel,
@@ -84,6 +90,7 @@ def middleware_for(
     *,
     websockets: bool = False,
     server: Server = "asyncio",
+    upstream_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> Iterator[tuple[str, Recorder]]:
     """The middleware in front of ``model``; yields its URL and the client recorder.
@@ -92,10 +99,11 @@ def middleware_for(
     ``inner``: the model is the wrapped app (``Upstream.inner_app``), no network hop.
     ``websockets``: the server also accepts WebSocket upgrades; ``server``: the
     middleware's uvicorn on asyncio with h11 or on uvloop with httptools; ``options`` go
-    to ``ProxaiMiddleware``.
+    to ``ProxaiMiddleware``, ``upstream_options`` to the ``Upstream``.
     """
+    up_options = upstream_options or {}
     if transport == "inner":
-        inner = Upstream.inner_app(model.protocol)
+        inner = Upstream.inner_app(model.protocol, **up_options)
         recorder = Recorder(ProxaiMiddleware(model, upstream=inner, **options))
         with serve(recorder, websockets=websockets, server=server) as url:
             yield url, recorder
@@ -103,7 +111,7 @@ def middleware_for(
     with serve(model) as upstream_url:
         # Anthropic and Google base URLs carry no version; OpenAI's do.
         base = upstream_url if model.protocol in (ANTHROPIC, GEMINI) else upstream_url + "/v1"
-        upstream = Upstream(model.protocol, base, "sk-upstream-key")
+        upstream = Upstream(model.protocol, base, "sk-upstream-key", **up_options)
         recorder = Recorder(ProxaiMiddleware(_not_found, upstream=upstream, **options))
         with serve(recorder, websockets=websockets, server=server) as url:
             yield url, recorder
@@ -427,7 +435,7 @@ def test_claude_code_falls_back_to_json_after_a_broken_stream(tmp_path: Path) ->
     """A Chat stream cut before finish_reason reaches Claude Code as an Anthropic
     ``event: error``; it retries without streaming, which must work as well."""
     model = ScriptedModel(CHAT, COMMAND, break_streams=1)
-    with middleware_for(model, "http") as (url, recorder):
+    with middleware_for(model, "http", upstream_options=PASS_FAILURES_ON) as (url, recorder):
         run = run_claude(url, tmp_path)
     claude_result(run, recorder, model)
     why = explain(run, recorder, model)
@@ -445,7 +453,7 @@ def test_claude_code_backs_off_after_a_rate_limit_and_completes(
     """A Chat upstream's 429 (``retry-after-ms``, ``x-ratelimit-*``) reaches Claude
     Code with ``retry-after`` and ``anthropic-ratelimit-*``; it waits and retries."""
     model = ScriptedModel(CHAT, COMMAND, rate_limited=1)
-    with middleware_for(model, transport) as (url, recorder):
+    with middleware_for(model, transport, upstream_options=PASS_FAILURES_ON) as (url, recorder):
         run = run_claude(url, tmp_path)
     claude_result(run, recorder, model)
     why = explain(run, recorder, model)
@@ -465,7 +473,7 @@ def test_codex_retries_after_a_broken_stream(tmp_path: Path) -> None:
     model = ScriptedModel(
         ANTHROPIC, COMMAND, pre_steps=[("apply_patch", {"input": PATCH})], break_streams=1
     )
-    with middleware_for(model, "http") as (url, recorder):
+    with middleware_for(model, "http", upstream_options=PASS_FAILURES_ON) as (url, recorder):
         run = run_codex(url, tmp_path, stream_retries=1)
     codex_events(run, recorder, model)
     first = llm_calls(recorder)[0].response

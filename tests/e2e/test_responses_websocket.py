@@ -27,6 +27,7 @@ from tests.e2e.test_real_clients import (
     CHAT,
     COMMAND,
     MARKER,
+    PASS_FAILURES_ON,
     PATCH,
     _not_found,
     codex_events,
@@ -282,7 +283,9 @@ def test_codex_retries_a_broken_stream_on_a_new_socket(tmp_path: Path) -> None:
     model = ScriptedModel(
         ANTHROPIC, COMMAND, pre_steps=[("apply_patch", {"input": PATCH})], break_streams=1
     )
-    with middleware_for(model, "http", websockets=True) as (url, recorder):
+    with middleware_for(
+        model, "http", websockets=True, upstream_options=PASS_FAILURES_ON
+    ) as (url, recorder):
         run = run_codex(url, tmp_path, builtin=True)
     codex_events(run, recorder, model)
     why = explain(run, recorder, model)

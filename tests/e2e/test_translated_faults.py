@@ -80,7 +80,7 @@ def test_mid_stream_upstream_error_event_ends_the_client_stream_with_its_own_err
 ) -> None:
     frames = [*sse_frames(response_body("anthropic_sse_text_basic"))[:3], ANTHROPIC_OVERLOADED]
     fake.push(Reply(200, SSE, frames))
-    base = stack.proxy(fake, "anthropic_messages", inner=transport == "inner")
+    base = stack.proxy(fake, "anthropic_messages", inner=transport == "inner", max_retries=0)
     assert_terminal_error(client, post_stream(base, client), "Overloaded")
 
 
@@ -160,7 +160,7 @@ def test_upstream_rate_limit_keeps_status_retry_after_and_message_in_client_shap
             [frag["body"].encode()],
         )
     )
-    base = stack.proxy(fake, "anthropic_messages", inner=inner)
+    base = stack.proxy(fake, "anthropic_messages", inner=inner, max_retries=0)
     o = openai.OpenAI(base_url=base + "/v1", api_key="k", max_retries=0)
     with pytest.raises(openai.RateLimitError) as info:
         o.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])

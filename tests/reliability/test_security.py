@@ -304,13 +304,15 @@ def rig() -> Iterator[Rig]:
             evil = es.enter_context(RawServer(upstream).running())
             proxies, recorders, refused = {}, {}, {}
             for target in CLIENTS:
-                up = Upstream(target, _base(good.url, target), KEY)  # type: ignore[arg-type]
+                # No retries: each failure's answer is what is checked (tests/routing/
+                # checks retries, and that no retry's log line holds a key).
+                up = Upstream(target, _base(good.url, target), KEY, max_retries=0)  # type: ignore[arg-type]
                 rec = Recorder(ProxaiMiddleware(_inner, upstream=up, max_body_size=64 * 1024))
                 recorders[target] = rec
                 proxies[target] = es.enter_context(
                     LoopServer(rec, log_level="debug", access_log=True, log_config=None)
                 )
-                dead = Upstream(target, _base(f"http://127.0.0.1:{_closed_port()}", target), KEY)  # type: ignore[arg-type]
+                dead = Upstream(target, _base(f"http://127.0.0.1:{_closed_port()}", target), KEY, max_retries=0)  # type: ignore[arg-type]
                 refused[target] = es.enter_context(
                     LoopServer(
                         ProxaiMiddleware(_inner, upstream=dead), log_level="debug", log_config=None

@@ -135,12 +135,21 @@ def seen(env: tuple[Board, str, ExitStack]) -> list[Seen]:
     return env[0].fake.seen
 
 
-def ask_anthropic(url: str, stream: bool, model: str = "claude-x") -> tuple[str, str]:
-    client = anthropic.Anthropic(base_url=url, api_key="client-key", max_retries=0)
+def ask_anthropic(
+    url: str,
+    stream: bool,
+    model: str = "claude-x",
+    *,
+    prompt: str = "hi",
+    headers: dict[str, str] | None = None,
+) -> tuple[str, str]:
+    client = anthropic.Anthropic(
+        base_url=url, api_key="client-key", max_retries=0, default_headers=headers
+    )
     kw: dict[str, Any] = {
         "model": model,
         "max_tokens": 50,
-        "messages": [{"role": "user", "content": "hi"}],
+        "messages": [{"role": "user", "content": prompt}],
     }
     if stream:
         with client.messages.stream(**kw) as s:
