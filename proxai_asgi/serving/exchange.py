@@ -330,6 +330,8 @@ class Exchange:
     def _log(self) -> None:
         up = self.upstream
         usage = self.usage
+        routed = self.routing
+        served = routed.served_by if routed is not None else None
         telemetry.finish(
             self.span,
             upstream=up,
@@ -339,12 +341,14 @@ class Exchange:
             input_tokens=usage.input_tokens if usage else None,
             output_tokens=usage.output_tokens if usage else None,
             stream=self.stream,
+            routing=routed,
         )
         if not logger.isEnabledFor(logging.INFO):
             return
         logger.info(
             "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
-            "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s",
+            "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s "
+            "attempts=%s fallback=%s key=%s failures=%s",
             self.client.name,
             up.label if up else "-",
             f"{self.client.name}->{up.protocol}" if up else "-",
@@ -356,4 +360,8 @@ class Exchange:
             usage.input_tokens if usage else "-",
             usage.output_tokens if usage else "-",
             loggable(",".join(self.dropped) or "-"),
+            routed.count if routed is not None else 1,
+            served.fallback_index if served is not None else "-",
+            served.upstream.key_id if served is not None else "-",
+            ",".join(routed.failures) if routed is not None and routed.failures else "-",
         )

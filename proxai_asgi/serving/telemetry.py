@@ -9,6 +9,7 @@ from ..client_values import loggable
 
 if TYPE_CHECKING:
     from ..routing import Upstream
+    from ..routing.plan import Attempts
 
 try:  # pragma: no cover - exercised by whichever environment the tests run in
     from opentelemetry import trace
@@ -39,6 +40,7 @@ def finish(
     input_tokens: int | None,
     output_tokens: int | None,
     stream: bool,
+    routing: Attempts | None = None,
 ) -> None:
     if span is None:
         return
@@ -57,6 +59,13 @@ def finish(
         attrs["gen_ai.usage.input_tokens"] = input_tokens
     if output_tokens is not None:
         attrs["gen_ai.usage.output_tokens"] = output_tokens
+    if routing is not None:
+        attrs["proxai.routing.attempts"] = routing.count
+        if routing.served_by is not None:
+            attrs["proxai.routing.fallback_index"] = routing.served_by.fallback_index
+            attrs["proxai.routing.key_id"] = routing.served_by.upstream.key_id
+        if routing.failures:
+            attrs["proxai.routing.failures"] = list(routing.failures)
     span.set_attributes(attrs)
     if status >= 500 or status == 0:
         span.set_status(Status(StatusCode.ERROR))

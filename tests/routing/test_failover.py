@@ -7,6 +7,7 @@ path and fails as each test tells it to."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -357,3 +358,25 @@ def test_a_silent_primary_is_hedged_by_the_fallback(env: Any, transport: str) ->
         ),
     )
     assert ask_chat(url, stream=True) == ("answered by gpt-backup", "gpt-backup")
+
+
+def test_the_exchange_log_line_says_how_the_answer_was_routed(
+    env: Any, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    script(env, lambda seen, n: error(529) if protocol_of(seen) == ANTHROPIC else None)
+    url = proxy(
+        env,
+        transport,
+        lambda base: Route(
+            "*",
+            upstream(ANTHROPIC, base, max_retries=0),
+            fallbacks=[Fallback(upstream(CHAT, base, "sk-fallback-key-0123"), model="backup")],
+        ),
+    )
+    with caplog.at_level(logging.INFO, logger="proxai_asgi"):
+        assert ask_anthropic(url, stream=False) == ("answered by backup", "backup")
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("exchange "))
+    assert "attempts=2 fallback=1" in line
+    assert "failures=0:target:529" in line
+    assert "key=k-" in line and "sk-fallback" not in line  # the key's id, never the key
+    assert "input_tokens=5 output_tokens=4" in line  # the fallback's usage only
