@@ -1,11 +1,9 @@
 """A rate limit reaches the client in its own provider's scheme, on both transports,
 in every translated direction, streamed and not: ``retry-after`` and the client's
-rate-limit headers, mapped from the upstream's own; nothing invented."""
+rate-limit headers, mapped from the upstream's own; nothing invented. The 429 is the
+answer here, so the proxy does not retry it (``max_retries=0``; tests/routing/ retries)."""
 
 from __future__ import annotations
-
-# The 429 is the answer here (its shape and headers): the proxy does not retry it
-# (max_retries=0); tests/routing/ covers retrying.
 
 import json
 import time

@@ -312,7 +312,8 @@ def rig() -> Iterator[Rig]:
                 proxies[target] = es.enter_context(
                     LoopServer(rec, log_level="debug", access_log=True, log_config=None)
                 )
-                dead = Upstream(target, _base(f"http://127.0.0.1:{_closed_port()}", target), KEY, max_retries=0)  # type: ignore[arg-type]
+                closed = _base(f"http://127.0.0.1:{_closed_port()}", target)
+                dead = Upstream(target, closed, KEY, max_retries=0)  # type: ignore[arg-type]
                 refused[target] = es.enter_context(
                     LoopServer(
                         ProxaiMiddleware(_inner, upstream=dead), log_level="debug", log_config=None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -375,7 +376,14 @@ def test_the_exchange_log_line_says_how_the_answer_was_routed(
     )
     with caplog.at_level(logging.INFO, logger="proxai_asgi"):
         assert ask_anthropic(url, stream=False) == ("answered by backup", "backup")
-    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("exchange "))
+        # The line is written once the answer has left: wait for it, a bounded while.
+        deadline = time.monotonic() + 5
+        while not (lines := [r.getMessage() for r in caplog.records]) or not any(
+            m.startswith("exchange ") for m in lines
+        ):
+            assert time.monotonic() < deadline, "no exchange line was logged"
+            time.sleep(0.01)
+    line = next(m for m in lines if m.startswith("exchange "))
     assert "attempts=2 fallback=1" in line
     assert "failures=0:target:529" in line
     assert "key=k-" in line and "sk-fallback" not in line  # the key's id, never the key
