@@ -36,6 +36,7 @@ from .model_rewrite import rewrite_model
 from .passthrough import PassthroughRelay
 
 if TYPE_CHECKING:
+    from ..routing import Upstream
     from ..routing.plan import Target
     from .exchange import Exchange
 
@@ -43,6 +44,8 @@ logger = logging.getLogger("proxai_asgi")
 
 MAX_ERROR_BODY = 1024 * 1024
 MAX_JSON_BODY = 64 * 1024 * 1024
+# Silent this long before a cut: a stalled target (``_stalled``).
+STALL = 5.0
 # A relayed stream keeps its bytes up to this size, to continue it if it is cut.
 MAX_KEPT_STREAM = 8 * 1024 * 1024
 
@@ -92,6 +95,12 @@ class Preamble:
             self.content = True
             return True
         return False
+
+
+def _stalled(up: Upstream, quiet: list[float]) -> bool:
+    """The stream had gone silent (for as long as a first answer may take) before it
+    broke: the target is stuck, so another one is asked to continue first."""
+    return bool(quiet) and quiet[-1] >= min(STALL, up.first_content_timeout)
 
 
 def _error_of(event: c.StreamError) -> ProxyError:
@@ -204,8 +213,9 @@ async def _relay(race: Race, target: Target) -> Failed | None:
 
         await forward(b"".join(held))
         cut: ProxyError | None = None
+        quiet: list[float] = []
         try:
-            await pump(resp, up, forward)
+            await pump(resp, up, forward, quiet=quiet)
         except ProxyError as err:
             cut = err
     # The upstream is closed: a continuation asks another (or the same) anew.
@@ -218,7 +228,8 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         await relay.end()
         return None
     error = cut or ProxyError(502, "upstream stream ended before its end", kind="bad_gateway")
-    if not partial and await continuing.relayed(race, target, kept, error):
+    stalled = _stalled(up, quiet)
+    if not partial and await continuing.relayed(race, target, kept, error, stalled):
         await ex.body(b"", more=False)
         return None
     if cut is None:
@@ -393,9 +404,10 @@ async def _stream(
         return stream.done
 
     cut: ProxyError | None = None
+    quiet: list[float] = []
     if not stream.done:
         try:
-            await pump(resp, up, forward, lambda: stream.tool_open)
+            await pump(resp, up, forward, lambda: stream.tool_open, quiet)
             tail = stream.close()
             if tail:
                 await ex.body(tail)
@@ -406,7 +418,7 @@ async def _stream(
     if error is not None:
         # The upstream is closed: a continuation asks another (or the same) anew.
         finished = await continuing.translated(
-            race, target, stream.encoder, sent, translation, error
+            race, target, stream.encoder, sent, translation, error, _stalled(up, quiet)
         )
         if not finished:
             tail = stream.fail(error)

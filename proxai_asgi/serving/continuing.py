@@ -66,7 +66,9 @@ class Kept:
         self.chunks.append(chunk)
 
 
-async def relayed(race: Race, target: Target, kept: Kept, error: ProxyError) -> bool:
+async def relayed(
+    race: Race, target: Target, kept: Kept, error: ProxyError, stalled: bool = False
+) -> bool:
     """A pass-through stream cut: True when the client's stream was ended here
     (finished by a continuation, or with its terminal error after one had started)."""
     ex = race.ex
@@ -82,7 +84,7 @@ async def relayed(race: Race, target: Target, kept: Kept, error: ProxyError) -> 
     except ProxyError:
         return False  # bytes the protocol's own decoder cannot read: nothing to resume
     translation = answering(ex.client, ex.client, request)
-    return await _continue(race, target, encoder, sent, translation, error)
+    return await _continue(race, target, encoder, sent, translation, error, stalled)
 
 
 async def translated(
@@ -92,11 +94,12 @@ async def translated(
     sent: Sent,
     translation: Translation,
     error: ProxyError,
+    stalled: bool = False,
 ) -> bool:
     """A translated stream cut (``sent``: what its encoder was given): as ``relayed``."""
     if not continuable(sent):
         return False
-    return await _continue(race, target, encoder, sent, translation, error)
+    return await _continue(race, target, encoder, sent, translation, error, stalled)
 
 
 def _request(race: Race) -> c.Request:
@@ -117,11 +120,12 @@ async def _continue(
     sent: Sent,
     translation: Translation,
     error: ProxyError,
+    stalled: bool,
 ) -> bool:
     ex = race.ex
     released = False
     last: Splice | None = None
-    for candidate in race.continuers(target):
+    for candidate in race.continuers(target, stalled):
         codec = get_codec(candidate.upstream.protocol)
         mode = continuation_mode(codec, candidate.upstream)
         if mode == "off":

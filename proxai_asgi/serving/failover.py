@@ -141,9 +141,12 @@ class Race:
                 if self._raised is not None and self._tg is not None:
                     self._tg.cancel_scope.cancel()
 
-    def continuers(self, broken: Target) -> list[Target]:
-        """Who may finish ``broken``'s cut answer: itself first, then the others."""
-        return [broken, *(t for t in self._targets if t is not broken)]
+    def continuers(self, broken: Target, stalled: bool = False) -> list[Target]:
+        """Who may finish ``broken``'s cut answer: itself first (a cut connection is
+        rarely the model's fault), then the others; a target that stalled before the
+        cut is asked last."""
+        others = [t for t in self._targets if t is not broken]
+        return [*others, broken] if stalled else [broken, *others]
 
     def _take(self) -> Target | None:
         if self._next >= len(self._targets):

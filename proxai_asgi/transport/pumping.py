@@ -81,6 +81,7 @@ async def pump(
     up: Upstream,
     on_chunk: Callable[[bytes], Awaitable[bool]],
     tool_open: Callable[[], bool] = _never,
+    quiet: list[float] | None = None,
 ) -> None:
     """Feed the upstream body to ``on_chunk`` (which returns True to stop early),
     failing with 504 when the upstream stalls: ``stream_idle_timeout`` anywhere, or
@@ -89,7 +90,9 @@ async def pump(
 
     One watchdog task per stream wakes only at possible deadlines, so the cost per
     chunk is a clock read, not a timer (a per-chunk ``fail_after`` cost several µs on
-    every token)."""
+    every token). ``quiet`` (if given) gets how long the upstream had sent nothing
+    when the body ended or broke: a stall before a cut tells routing the target is
+    stuck, not just its connection."""
     # read_timeout bounds every wait for upstream bytes, here as in httpx.
     idle = min(up.stream_idle_timeout, up.read_timeout)
     tool_idle = min(idle, up.tool_stall_timeout)
@@ -120,6 +123,9 @@ async def pump(
                         break
             except ProxyError as exc:
                 error = exc
+            finally:
+                if quiet is not None:
+                    quiet.append(clock() - last)
     if stalled is not None:
         where = "in the middle of tool-call arguments" if stalled != idle else "mid-stream"
         raise ProxyError(504, f"upstream sent nothing for {stalled:g}s {where}", kind="timeout")
