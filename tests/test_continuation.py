@@ -269,10 +269,10 @@ def test_prefill_body_ends_with_the_text_sent(target: str) -> None:
 def test_continuation_mode_defaults_per_protocol_and_the_option_overrides() -> None:
     modes = {p: continuation_mode(get_codec(p), UpstreamOptions()) for p in PROTOCOLS}
     assert modes == {
-        "openai_chat_completions": "prefill",
+        "openai_chat_completions": "restart",
         "openai_responses": "restart",
         "anthropic_messages": "prefill",
-        "gemini_generate_content": "prefill",
+        "gemini_generate_content": "restart",
     }
     restart = UpstreamOptions(continuation="restart")
     assert continuation_mode(get_codec("anthropic_messages"), restart) == "restart"

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from ..responses_state import compaction, stored_claims, stored_responses
 from ..transport.pumping import until_disconnect
 from . import attempts, failover
+from .model_rewrite import rewrite_model
+from .relaying import relay_inner
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -36,6 +38,14 @@ async def generate(ex: Exchange, body: bytes) -> None:
             return
         body = rewritten
     ex.request_body = body
+    if up.inner and up.protocol == ex.client.name and failover.plan_of(route).single:
+        # The wrapped app in the client's protocol, and nothing else to try: the
+        # request goes down the ASGI chain as it came (its scope, its headers; a
+        # routed model aside). With fallbacks it is a target like any other.
+        if ex.model != head.model and not ex.client.model_in_path:
+            body = rewrite_model(body, ex.model or "")
+        await relay_inner(ex, body)
+        return
     await until_disconnect(ex.receive, failover.serve(ex, route, body, attempts.attempt))
 
 

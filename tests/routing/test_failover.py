@@ -245,7 +245,10 @@ def test_a_transient_500_is_retried_on_the_same_target(
     env: Any, transport: str, stream: bool
 ) -> None:
     s = script(env, lambda seen, n: error(500, "api_error") if n == 1 else None)
-    url = proxy(env, transport, lambda base: Route("*", upstream(CHAT, base)))
+    # (A fallback, never used: the wrapped app alone in the client's protocol is
+    # called as it always was, with nothing else to try.)
+    spare = [Fallback(upstream(GEMINI, env[1]), model="spare")]
+    url = proxy(env, transport, lambda base: Route("*", upstream(CHAT, base), fallbacks=spare))
     assert ask_chat(url, stream) == ("answered by gpt-x", "gpt-x")
     assert s.counts == {"gpt-x": 2}
 

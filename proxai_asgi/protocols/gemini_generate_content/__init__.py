@@ -32,8 +32,9 @@ class GeminiGenerateContentCodec:
     stateful: bool = False
     session_headers: tuple[bytes, ...] = ()  # its clients send none
     session_hint = staticmethod(session.session_hint)
-    # Gemini continues a final model turn.
-    continues: Literal["prefill", "restart"] = "prefill"
+    # Whether a final model turn is continued or answered anew is not documented
+    # for every model: restart, which can only release what extends the text sent.
+    continues: Literal["prefill", "restart"] = "restart"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False

@@ -25,10 +25,12 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     serves_websocket: bool = False
     stateful: bool = False
     session_hint = staticmethod(session.session_hint)  # headers: the family's
-    # vLLM, llama.cpp and most Chat-compatible servers continue a final assistant
-    # message; OpenAI itself does not (it answers the turn anew): set
-    # ``UpstreamOptions.continuation = "restart"`` for api.openai.com.
-    continues: Literal["prefill", "restart"] = "prefill"
+    # A final assistant message is continued by some Chat servers (vLLM asked with
+    # ``continue_final_message``, llama.cpp) and answered anew by others (OpenAI,
+    # vLLM by default): prefilled there, the answer's start would be sent twice. So
+    # restart, which releases only what extends the text sent; set
+    # ``UpstreamOptions.continuation = "prefill"`` for a server known to continue.
+    continues: Literal["prefill", "restart"] = "restart"
 
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         # OpenAI has them; most Chat-compatible servers do not.
