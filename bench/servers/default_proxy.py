@@ -4,7 +4,8 @@ picks it) to ``BENCH_UPSTREAM``. ``BENCH_TRANSPORT=httpx`` passes ``lean_http=Fa
 (the middleware's default before issue 16). An https upstream's test CA comes from
 ``SSL_CERT_FILE``, as a user's would, so the ``Upstream`` has no TLS option either.
 ``BENCH_ROUTING=on`` (``bench/routing.py``) gives each route a two-key pool and a
-fallback of another protocol on the same upstream: routing on, never needed.
+fallback of another protocol on the same upstream: routing on, never needed;
+``BENCH_STORE`` is its ``store=`` (the routing state's engine too).
 
     BENCH_UPSTREAM=https://127.0.0.1:9000 python -m uvicorn bench.servers.default_proxy:app
 """
@@ -46,5 +47,9 @@ def _route(prefix: str, protocol: str) -> Route:
 
 
 _routes = [_route(prefix, protocol) for prefix, protocol in PREFIXES.items()]
-_options = {"lean_http": False} if os.environ.get("BENCH_TRANSPORT") == "httpx" else {}
+_options: dict[str, object] = {}
+if os.environ.get("BENCH_TRANSPORT") == "httpx":
+    _options["lean_http"] = False
+if os.environ.get("BENCH_STORE"):
+    _options["store"] = os.environ["BENCH_STORE"]
 app = ProxaiMiddleware(_not_found, routes=_routes, **_options)  # type: ignore[arg-type]
