@@ -102,6 +102,7 @@ class Race:
         self._attempt = attempt
         self.state = state
         self.session = session
+        self.bound: str | None = None  # the member ``session`` was bound to, if any
         self.winner: Target | None = None
         self.failed: list[Failed] = []
         self.answered = False  # a request-class failure was answered
@@ -274,7 +275,9 @@ class Race:
         if any(f.target.member == target.member for f in self.failed):
             return  # it failed before answering: its cooldown stands
         await state.recovered(target.member)
-        if self.session is not None:
+        # A binding to this member was renewed when it was looked up: writing it again
+        # would cost a Redis round trip on every turn of a conversation.
+        if self.session is not None and self.bound != target.member:
             await state.bind(self.session, target.member, BINDING_TTL)
 
     async def _answer_failure(self) -> None:
@@ -318,6 +321,7 @@ async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> No
         cooled = await _cooled(state, plan.names)
         bound = await state.bound(session) if session is not None else None
         race = Race(ex, plan.targets(model, cooled, bound, session), attempt, state, session)
+        race.bound = bound
     ex.routing = race.record
     started = time.perf_counter()
     try:

@@ -88,3 +88,36 @@ async def test_a_slow_first_attempt_is_hedged_by_the_next_target() -> None:
     assert race.winner is targets[1]
     assert cancelled == [targets[0]]
     assert race.record.count == 2
+
+
+class _State:
+    """The routing state's writes, counted."""
+
+    def __init__(self) -> None:
+        self.binds: list[tuple[str, str]] = []
+
+    async def recovered(self, name: str) -> None:
+        pass
+
+    async def bind(self, session: str, target: str, ttl: float) -> None:
+        self.binds.append((session, target))
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("already_bound", [True, False])
+async def test_a_session_is_bound_after_its_answer_unless_it_was_bound_there(
+    already_bound: bool,
+) -> None:
+    """A binding found on the member that answers was renewed when it was looked up:
+    writing it again would be a Redis round trip on every turn of a conversation."""
+
+    async def attempt(race: Race, target: Target) -> Failed | None:
+        assert race.claim(target)
+        return None
+
+    targets = _targets(2)
+    state = _State()
+    race = Race(None, targets, attempt, state, "session")  # type: ignore[arg-type]
+    race.bound = targets[0].member if already_bound else None
+    await race.run()
+    assert state.binds == ([] if already_bound else [("session", targets[0].member)])
