@@ -21,7 +21,7 @@ HEAD_BYTES = 64 * 1024  # the first frame (a Responses snapshot) is rarely over 
 
 
 class StreamTail:
-    __slots__ = ("_chunks", "_head", "_head_done", "_size", "_trimmed")
+    __slots__ = ("_chunks", "_frames", "_head", "_head_done", "_size", "_trimmed")
 
     def __init__(self) -> None:
         self._chunks: deque[bytes] = deque()
@@ -29,6 +29,7 @@ class StreamTail:
         self._trimmed = False  # the tail no longer starts where the stream did
         self._head = b""
         self._head_done = False
+        self._frames: list[SSEEvent] | None = None  # last_frames, until the next chunk
 
     def feed(self, chunk: bytes) -> None:
         if not self._head_done:
@@ -36,6 +37,7 @@ class StreamTail:
             # Gemini ends frames with CRLF CRLF: without that check its head would grow
             # to HEAD_BYTES, copied again on every chunk.
             self._head_done = b"\n\n" in head or b"\r\n\r\n" in head or len(head) >= HEAD_BYTES
+        self._frames = None
         chunks = self._chunks
         chunks.append(chunk)
         self._size += len(chunk)
@@ -53,12 +55,15 @@ class StreamTail:
 
     def last_frames(self) -> list[SSEEvent]:
         """The complete frames at the end of the stream (a frame cut short by the
-        upstream is not one of them)."""
-        tail = b"".join(self._chunks).replace(b"\r\n", b"\n")
-        if self._trimmed:  # the tail may start mid-frame: read from a frame boundary on
-            cut = tail.find(b"\n\n")
-            tail = tail[cut + 2 :] if cut >= 0 else b""
-        return SSEDecoder().decode(tail)
+        upstream is not one of them). Decoded once: a relayed stream's end reads them
+        twice (whether it is complete, then its epilogue)."""
+        if self._frames is None:
+            tail = b"".join(self._chunks).replace(b"\r\n", b"\n")
+            if self._trimmed:  # the tail may start mid-frame: read from a frame boundary on
+                cut = tail.find(b"\n\n")
+                tail = tail[cut + 2 :] if cut >= 0 else b""
+            self._frames = SSEDecoder().decode(tail)
+        return self._frames
 
     def separator(self) -> bytes:
         """What to write before an appended frame: a frame the upstream left half

@@ -63,3 +63,27 @@ def test_the_head_stops_at_the_first_frame_whatever_the_line_ends(end: bytes) ->
     first = tail.first_frame()
     assert first is not None and first.data == b'{"n": 0}'
     assert len(tail._head) < 100
+
+
+def test_the_last_frames_are_decoded_once_until_the_next_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A relayed stream's end reads them twice (complete, then the epilogue)."""
+    import proxai_asgi.stream_tail as module
+
+    decoders: list[object] = []
+
+    class Counting(module.SSEDecoder):
+        def __init__(self) -> None:
+            super().__init__()
+            decoders.append(self)
+
+    monkeypatch.setattr(module, "SSEDecoder", Counting)
+    tail = StreamTail()
+    tail.feed(b"event: a\ndata: {}\n\n")
+    assert [f.event for f in tail.last_frames()] == ["a"]
+    assert [f.event for f in tail.last_frames()] == ["a"]
+    assert len(decoders) == 1
+    tail.feed(b"event: b\ndata: {}\n\n")
+    assert [f.event for f in tail.last_frames()] == ["a", "b"]
+    assert len(decoders) == 2
