@@ -47,7 +47,7 @@ MAX_JSON_BODY = 64 * 1024 * 1024
 # Silent this long before a cut: a stalled target (``_stalled``).
 STALL = 5.0
 # A relayed stream keeps its bytes up to this size, to continue it if it is cut.
-MAX_KEPT_STREAM = 8 * 1024 * 1024
+MAX_KEPT_STREAM = 4 * 1024 * 1024
 
 SSE_HEADERS: RawHeaders = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
