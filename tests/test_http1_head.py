@@ -215,7 +215,7 @@ async def _malformed(conn: Conn) -> None:
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[str]:
     with RawServer(_malformed).running() as raw:
-        up = Upstream("openai_chat_completions", raw.url + "/v1", "sk-secret")
+        up = Upstream("openai_chat_completions", raw.url + "/v1", "sk-secret", max_retries=0)
         with serve(ProxaiMiddleware(_no_app, upstream=up)) as base:
             yield base
 

@@ -284,7 +284,7 @@ def test_an_untrusted_https_upstream_is_a_502_in_each_clients_shape(
     tls_upstream: tuple[FakeUpstream, str], stream: bool, lean: bool, server: Server
 ) -> None:
     fake, url = tls_upstream
-    up = Upstream("anthropic_messages", url, "sk-test")  # default trust: certifi
+    up = Upstream("anthropic_messages", url, "sk-test", max_retries=0)  # default trust: certifi
     options = {} if lean else {"lean_http": False}
     with serve(ProxaiMiddleware(_no_app, upstream=up, **options), server=server) as base:
         chat_client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)

@@ -142,7 +142,7 @@ def test_a_2xx_that_is_not_an_answer_of_the_upstreams_protocol_is_a_502_in_the_c
 ) -> None:
     body = NOT_AN_ANSWER[upstream][shape]
     fake.push(Reply(200, [("content-type", "application/json")], [body]))
-    proxy = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
+    proxy = stack.proxy(fake, upstream, inner=inner, max_retries=0)  # type: ignore[arg-type]
     path, request = client_request(client, stream)
     r = httpx.post(proxy + path, json=request, timeout=20)
     assert r.status_code == 502
@@ -166,7 +166,7 @@ def test_an_unfinished_responses_answer_is_never_a_normal_stop(
     }
     body = {"id": "resp_1", "object": "response", "status": status, "output": [item]}
     fake.push(Reply(200, [("content-type", "application/json")], [json.dumps(body).encode()]))
-    proxy = stack.proxy(fake, "openai_responses", inner=inner)
+    proxy = stack.proxy(fake, "openai_responses", inner=inner, max_retries=0, continuation="off")
     path, request = client_request(client, False)
     r = httpx.post(proxy + path, json=request, timeout=20)
     assert r.status_code == 502

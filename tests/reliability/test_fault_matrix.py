@@ -335,6 +335,10 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
                 "read_timeout": READ_TIMEOUT,
                 "stream_idle_timeout": IDLE_TIMEOUT,
                 "tool_stall_timeout": TOOL_TIMEOUT,
+                # Each fault's own ending is checked, not the routing policy's retries
+                # and continuations (tests/routing/), which would only add their waits.
+                "max_retries": 0,
+                "continuation": "off",
             }
             routes = [
                 Route("refused*", Upstream(target, _base(refused_url, target), "k", **timeouts)),  # type: ignore[arg-type]
