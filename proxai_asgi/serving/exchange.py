@@ -3,8 +3,8 @@
 ``Exchange`` reads and checks the body, routes it, owns the client's ``send`` (the
 response start, body, masking of the upstream key), opens the upstream through the
 middleware's transport choice, and logs the exchange. What is sent is decided by one
-piece per kind of answer: ``relaying`` (same protocol), ``translating`` (two codecs),
-``endpoints`` (token counts).
+piece per kind of answer: ``generate`` (through ``failover`` and ``attempts``: relayed
+or translated on the route's targets), ``endpoints`` (token counts).
 """
 
 from __future__ import annotations

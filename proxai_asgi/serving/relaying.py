@@ -1,17 +1,16 @@
-"""Same protocol on both sides: the request and answer bytes pass unchanged (a routed
-model aside), streamed as they arrive, over either transport. The exchange around the
-bytes is ours (``passthrough.PassthroughRelay``): an error page becomes the client's
-error shape, a stream missing its terminal event gets the protocol's terminal error,
-a cut plain body aborts the connection."""
+"""The wrapped app as the route's only target, in the client's own protocol: the
+request goes down the ASGI chain as it came (a routed model aside) and what the app
+sends is relayed as it sends it. The exchange around the bytes is ours
+(``passthrough.PassthroughRelay``): an error page becomes the client's error shape, a
+stream missing its terminal event gets the protocol's terminal error, a cut plain body
+aborts the connection. Every other target goes through ``attempts``."""
 
 from __future__ import annotations
 
 import logging
 
 from ..errors import ProxyError, ResponseAborted
-from ..routing import Upstream
-from ..transport.pumping import pump
-from ..transport.upstream import Message, client_headers_from_upstream, without_contradicted_length
+from ..transport.upstream import Message, without_contradicted_length
 from .exchange import Exchange
 from .passthrough import PassthroughRelay
 
@@ -20,24 +19,6 @@ logger = logging.getLogger("proxai_asgi")
 
 def _relay(ex: Exchange) -> PassthroughRelay:
     return PassthroughRelay(ex.client, ex.start, ex.body)
-
-
-async def relay(ex: Exchange, up: Upstream, body: bytes) -> None:
-    """An HTTP upstream: bytes in, bytes out."""
-    async with ex.open(up, body, passthrough=True) as resp:
-        relay = _relay(ex)
-        await relay.start(resp.status, client_headers_from_upstream(resp.headers, passthrough=True))
-
-        async def forward(chunk: bytes) -> bool:
-            await relay.chunk(chunk)
-            return False
-
-        try:
-            await pump(resp, up, forward)
-        except ProxyError as err:
-            await relay.fail(err)
-            return
-        await relay.end()
 
 
 async def relay_inner(ex: Exchange, body: bytes) -> None:
