@@ -247,7 +247,9 @@ class Usage(msgspec.Struct, gc=False, kw_only=True):
     output_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens read from cache
     cache_creation_tokens: int = 0  # prompt tokens written to cache (Anthropic)
-    reasoning_tokens: int = 0
+    cache_creation_1h_tokens: int = 0  # the part of those kept for an hour (priced apart)
+    reasoning_tokens: int = 0  # part of output_tokens
+    server_tool_requests: int = 0  # searches, fetches... a server tool made (billed apart)
 
     @property
     def total_tokens(self) -> int:

@@ -18,6 +18,7 @@ import anyio
 from . import checks
 from .codec import Action, Codec
 from .errors import ProxyError
+from .metrics import Metrics, open_metrics
 from .protocols import all_codecs, model_listing
 from .responses_state import (
     stored_endpoints,
@@ -41,6 +42,9 @@ from .transport.upstream import (
     Scope,
     Send,
 )
+from .usage import Accounting, Ledger, PriceTable, open_ledger
+from .usage.budgets import Budget, open_budgets
+from .usage.prices import load_prices
 
 if TYPE_CHECKING:
     import httpx  # imported on first use (upstream.py), as is the lean pool (http1.py)
@@ -125,6 +129,11 @@ class ProxaiMiddleware:
         websocket_idle_timeout: float | None = websocket_responses.DEFAULT_IDLE_TIMEOUT,
         websocket_max_connections: int | None = websocket_responses.DEFAULT_MAX_CONNECTIONS,
         websocket_max_history: int | None = None,
+        metrics: bool | Metrics = False,
+        ledger: str | Ledger | None = None,
+        prices: str | PriceTable | None = None,
+        budgets: Sequence[Budget] = (),
+        cost_header: bool = False,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -171,6 +180,13 @@ class ProxaiMiddleware:
             max_json_depth,
             queue_timeout,
             open_routing_state(self.stored.store),
+            Accounting(
+                ledger=open_ledger(ledger),
+                metrics=open_metrics(metrics),
+                prices=load_prices(prices),
+                budgets=open_budgets(budgets, self.stored.store),
+                cost_header=cost_header,
+            ),
         )
 
     def _local(self, scope: Scope) -> str:
@@ -289,6 +305,8 @@ class ProxaiMiddleware:
             await self.lean.aclose()
         await self.stored.aclose()
         await self.context.routing.aclose()
+        if self.context.accounting.ledger is not None:
+            await self.context.accounting.ledger.aclose()
 
 
 def _has_origin(scope: Scope) -> bool:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Scope,
         UpstreamResponse,
     )
+    from ..usage.accounting import Accounting
 
 
 @dataclass(slots=True, eq=False)
@@ -39,6 +40,7 @@ class Context:
     max_json_depth: int
     queue_timeout: float
     routing: RoutingState  # cooldowns, key health and session bindings (``routing.health``)
+    accounting: Accounting  # ledger, metrics, prices and budgets (``usage.accounting``)
 
     def open_upstream(
         self,

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -36,11 +37,14 @@ from ..transport.upstream import (
     client_headers_from_upstream,
     upstream_headers,
 )
+from ..usage.accounting import new_request_id
+from ..usage.record import UsageRecord, count_tokens
 from . import telemetry
 from .key_mask import KeyMask, mask, maskable_key
 
 if TYPE_CHECKING:
     from ..routing.plan import Attempts
+    from ..usage.budgets import Hold
     from .context import Context
 
 logger = logging.getLogger("proxai_asgi")
@@ -137,8 +141,10 @@ class Exchange:
         self.started = False
         self.status = 0
         self.t0 = time.perf_counter()
+        self.wall_t0 = time.time()
         self.ttfb: float | None = None
         self.upstream: Upstream | None = None  # the target that answered (or was routed)
+        self.matched: Route | None = None  # the route the model chose
         self.model: str | None = None
         self.requested_model: str | None = None  # the client's, before routing
         self.request_body = b""  # the body attempts send (stored turns expanded)
@@ -151,6 +157,10 @@ class Exchange:
         self.secret: KeyMask | None = None  # the upstream key, masked in whatever we relay
         # A Responses answer to store, or whose owner to record (``stored_claims``).
         self.turn: stored_responses.Turn | stored_claims.Claimer | None = None
+        # Accounting (``usage.accounting``): the ledger's id, who pays, the budget held.
+        self.request_id = new_request_id()
+        self.owner: str | None = None
+        self.budget_hold: Hold | None = None
 
     # ------------------------------------------------------------------ driving
 
@@ -201,7 +211,10 @@ class Exchange:
                     await self.turn.close()
             if acquired:
                 limiter.release()  # type: ignore[union-attr]
-            self._log()
+            if self.mw.accounting.active:
+                with anyio.CancelScope(shield=True):
+                    await _settle(self)
+            _log(self)
 
     def head(self, body: bytes) -> RequestHead:
         """The model and stream flag: from the URL for a path-addressed protocol."""
@@ -233,6 +246,7 @@ class Exchange:
             # upstream's URL (and matched a glob by doing so) is refused.
             check_model_segment(model)
         self.upstream = route.upstream
+        self.matched = route
         self.requested_model = head.model
         self.model = model
         self.stream = bool(head.stream)
@@ -325,43 +339,99 @@ class Exchange:
                 headers = [*headers, (self.client.auth_header, key)]
         return headers
 
-    # ------------------------------------------------------------------ logging
 
-    def _log(self) -> None:
-        up = self.upstream
-        usage = self.usage
-        routed = self.routing
-        served = routed.served_by if routed is not None else None
-        telemetry.finish(
-            self.span,
-            upstream=up,
-            request_model=self.model,
-            response_model=self.response_model,
-            status=self.status,
-            input_tokens=usage.input_tokens if usage else None,
-            output_tokens=usage.output_tokens if usage else None,
-            stream=self.stream,
-            routing=routed,
-        )
-        if not logger.isEnabledFor(logging.INFO):
-            return
-        logger.info(
-            "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
-            "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s "
-            "attempts=%s fallback=%s key=%s failures=%s",
-            self.client.name,
-            up.label if up else "-",
-            f"{self.client.name}->{up.protocol}" if up else "-",
-            loggable(self.model or "-"),
-            self.stream,
-            self.status,
-            (time.perf_counter() - self.t0) * 1000,
-            f"{self.ttfb * 1000:.1f}" if self.ttfb is not None else "-",
-            usage.input_tokens if usage else "-",
-            usage.output_tokens if usage else "-",
-            loggable(",".join(self.dropped) or "-"),
-            routed.count if routed is not None else 1,
-            served.fallback_index if served is not None else "-",
-            served.upstream.key_id if served is not None else "-",
-            ",".join(routed.failures) if routed is not None and routed.failures else "-",
-        )
+def _log(ex: Exchange) -> None:
+    """The exchange's span and its log line."""
+    up = ex.upstream
+    usage = ex.usage
+    routed = ex.routing
+    served = routed.served_by if routed is not None else None
+    telemetry.finish(
+        ex.span,
+        upstream=up,
+        request_model=ex.model,
+        response_model=ex.response_model,
+        status=ex.status,
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
+        stream=ex.stream,
+        routing=routed,
+    )
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    logger.info(
+        "exchange client=%s upstream=%s pair=%s model=%s stream=%s status=%s "
+        "duration_ms=%.1f ttfb_ms=%s input_tokens=%s output_tokens=%s dropped=%s "
+        "attempts=%s fallback=%s key=%s failures=%s",
+        ex.client.name,
+        up.label if up else "-",
+        f"{ex.client.name}->{up.protocol}" if up else "-",
+        loggable(ex.model or "-"),
+        ex.stream,
+        ex.status,
+        (time.perf_counter() - ex.t0) * 1000,
+        f"{ex.ttfb * 1000:.1f}" if ex.ttfb is not None else "-",
+        usage.input_tokens if usage else "-",
+        usage.output_tokens if usage else "-",
+        loggable(",".join(ex.dropped) or "-"),
+        routed.count if routed is not None else 1,
+        served.fallback_index if served is not None else "-",
+        served.upstream.key_id if served is not None else "-",
+        ",".join(routed.failures) if routed is not None and routed.failures else "-",
+    )
+
+
+# ---------------------------------------------------------------- accounting
+
+
+async def owner_of(ex: Exchange) -> str:
+    """Who pays for ``ex``: the owner the stored Responses use (the application's id,
+    or the keyed hash of the client's credential, a Gemini ``?key=`` included)."""
+    if ex.owner is None:
+        stored = ex.mw.stored
+        await stored.ready()
+        ex.owner = stored.owners({"headers": ex.client_headers()})
+    return ex.owner
+
+
+async def admit(ex: Exchange, route: Route, body: bytes) -> None:
+    """The budgets ``ex`` draws on, before any upstream is called (a 429 when spent)."""
+    accounting = ex.mw.accounting
+    if accounting.budgets is not None:
+        ex.budget_hold = await accounting.admit(await owner_of(ex), route, body)
+
+
+def usage_record(ex: Exchange) -> UsageRecord:
+    """The exchange's ledger record (unpriced)."""
+    routed = ex.routing
+    served = routed.served_by if routed is not None else None
+    up = served.upstream if served is not None else ex.upstream
+    rec = UsageRecord(
+        request_id=ex.request_id,
+        time=datetime.fromtimestamp(ex.wall_t0, UTC).isoformat(timespec="milliseconds"),
+        owner=ex.owner or "",
+        route=ex.matched.model if ex.matched is not None else None,
+        upstream=up.label if up is not None else None,
+        key_id=up.key_id if up is not None else None,
+        client_protocol=ex.client.name,
+        upstream_protocol=up.protocol if up is not None else None,
+        requested_model=ex.requested_model,
+        served_model=ex.response_model,
+        status=ex.status,
+    )
+    rec.stream = ex.stream
+    rec.attempts = routed.count if routed is not None else (1 if up is not None else 0)
+    rec.fallback_index = served.fallback_index if served is not None else None
+    rec.ttft_ms = ex.ttfb * 1000 if ex.ttfb is not None and ex.stream else None
+    rec.duration_ms = (time.perf_counter() - ex.t0) * 1000
+    if ex.usage is not None and 200 <= ex.status < 300:
+        # Failed attempts and failed exchanges are recorded, never billed.
+        count_tokens(rec, ex.usage)
+    return rec
+
+
+async def _settle(ex: Exchange) -> None:
+    accounting = ex.mw.accounting
+    if accounting.needs_owner:
+        await owner_of(ex)
+    await accounting.settle(usage_record(ex), ex.dropped, ex.routing, ex.budget_hold)

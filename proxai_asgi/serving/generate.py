@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..responses_state import compaction, stored_claims, stored_responses
 from ..transport.pumping import until_disconnect
 from . import attempts, failover
+from .exchange import admit
 from .model_rewrite import rewrite_model
 from .relaying import relay_inner
 
@@ -21,6 +22,7 @@ async def generate(ex: Exchange, body: bytes) -> None:
     until one answers (``failover``)."""
     head = ex.head(body)
     route = ex.route(head)
+    await admit(ex, route, body)
     up = route.upstream
     if ex.client.stateful:
         await ex.mw.stored.ready()
