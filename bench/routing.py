@@ -28,7 +28,10 @@ interleaved round by round with the proxies' order rotated each time:
 - a short stream's (three deltas) added time to its first event and to its first
   content (p50): the hold-back moves the events before the content, not the content.
 Every figure is a ratio within the run: ``routed / single``, ``single / before``, and
-the control ``again / single``. Proxies on the first CPU, upstream and client on the
+the control ``again / single``. ``--accounting`` (issue 29) measures instead
+``accounted``: ``single`` with ``metrics=True``, a SQLite ``ledger=`` and
+``cost_header=True`` (``BENCH_ACCOUNTING=on``), against ``single`` and the control.
+Proxies on the first CPU, upstream and client on the
 others (as ``--pin`` elsewhere), unless ``--no-pin``. ``--redis``: the routing state
 (and the store) of every proxy in a ``redis-server`` started here, on the client's CPU.
 
@@ -63,9 +66,10 @@ from bench._common import (
 )
 
 PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
-PROXIES = ("single", "again", "routed", "before")
+PROXIES = ("single", "again", "routed", "accounted", "before")
 # (numerator, denominator, column title)
 RATIOS = (("routed", "single", "routed / single"), ("single", "before", "single / before"),
+          ("accounted", "single", "accounted / single"),
           ("again", "single", "control: again / single"))  # fmt: skip
 MEASURES = (
     ("cpu_event", "proxy CPU per saturated event"),
@@ -165,7 +169,10 @@ class Bench:
             es.enter_context(process(cmd, port, cpus=load_cpus))
             self.store = {"BENCH_STORE": f"redis://127.0.0.1:{port}/0"}
             self.before = before = None  # its proxy knows no store: it would mix two
-        self.names = [p for p in PROXIES if p != "before" or before is not None]
+        skip = {"routed"} if args.accounting else {"accounted"}
+        if before is None:
+            skip.add("before")
+        self.names = [p for p in PROXIES if p not in skip]
         self.pairs: list[Pair] = [(cl, up) for up in PROTOCOLS for cl in PROTOCOLS]
         self.samples = {(p, pair): Samples() for p in self.names for pair in self.pairs}
         self.direct: dict[str, list[list[float]]] = {up: [[], [], []] for up in PROTOCOLS}
@@ -178,6 +185,8 @@ class Bench:
         env = {**self.env, **self.store, "BENCH_UPSTREAM": self.upstream, "BENCH_ROUTING": "off"}
         if name == "routed":
             env["BENCH_ROUTING"] = "on"
+        if name == "accounted":
+            env["BENCH_ACCOUNTING"] = "on"
         tree = self.before if name == "before" and self.before is not None else ROOT
         cmd = uvicorn("bench.servers.default_proxy:app", port)
         proc = es.enter_context(process(cmd, port, env, tree, cpus=self.proxy_cpus))
@@ -292,7 +301,14 @@ def main() -> None:
     parser.add_argument(
         "--redis", action="store_true", help="every proxy with store=redis:// (no 'before')"
     )
+    parser.add_argument(
+        "--accounting",
+        action="store_true",
+        help="metrics, a SQLite ledger and the cost header against a plain route (no 'before')",
+    )
     args = parser.parse_args()
+    if args.accounting:
+        args.before = ""
     with tempfile.TemporaryDirectory() as tmp:
         before = extract(args.before, Path(tmp)) if args.before else None
         report(measure(args, before))

@@ -6,6 +6,8 @@ picks it) to ``BENCH_UPSTREAM``. ``BENCH_TRANSPORT=httpx`` passes ``lean_http=Fa
 ``BENCH_ROUTING=on`` (``bench/routing.py``) gives each route a two-key pool and a
 fallback of another protocol on the same upstream: routing on, never needed;
 ``BENCH_STORE`` is its ``store=`` (the routing state's engine too).
+``BENCH_ACCOUNTING=on`` (``bench/routing.py --accounting``) turns on ``metrics``, a
+SQLite ``ledger`` in a temporary directory, and the ``x-proxai-cost`` header.
 
     BENCH_UPSTREAM=https://127.0.0.1:9000 python -m uvicorn bench.servers.default_proxy:app
 """
@@ -13,6 +15,7 @@ fallback of another protocol on the same upstream: routing on, never needed;
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any
 
 from proxai_asgi import Fallback, ProxaiMiddleware, Route, Upstream
@@ -52,4 +55,7 @@ if os.environ.get("BENCH_TRANSPORT") == "httpx":
     _options["lean_http"] = False
 if os.environ.get("BENCH_STORE"):
     _options["store"] = os.environ["BENCH_STORE"]
+if os.environ.get("BENCH_ACCOUNTING") == "on":
+    _ledger_dir = tempfile.mkdtemp(prefix="proxai-bench-ledger-")
+    _options.update(metrics=True, ledger=f"sqlite:///{_ledger_dir}/usage.db", cost_header=True)
 app = ProxaiMiddleware(_not_found, routes=_routes, **_options)  # type: ignore[arg-type]
