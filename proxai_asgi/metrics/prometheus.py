@@ -15,9 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
 
-from .specs import ALL, Spec
-
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+from .specs import ALL, MULTIPROC_ENV, Spec
 
 
 def _instrument(spec: Spec, registry: CollectorRegistry) -> Any:

@@ -16,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+# Where prometheus_client's multiprocess mode keeps every process's values.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
 Kind = Literal["counter", "histogram", "updown", "gauge"]
 
 OP = "gen_ai.operation.name"
