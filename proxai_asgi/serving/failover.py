@@ -28,6 +28,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -40,6 +41,9 @@ from ..routing.health import RoutingState
 from ..routing.plan import Attempts, RoutePlan, Target
 from ..transport.upstream import client_credential
 from .exchange import Exchange
+
+if TYPE_CHECKING:
+    from ..metrics import Metrics
 
 logger = logging.getLogger("proxai_asgi")
 
@@ -103,7 +107,7 @@ class Race:
         self._raised: BaseException | None = None
         self._spent = 0.0  # seconds waited in backoff, against the retry budget
         self._firing: asyncio.Task[None] | None = None  # a hedge being started
-        self.metrics = ex.mw.accounting.metrics
+        self.metrics: Metrics | None = None  # set by ``serve`` (None: metrics off)
 
     # ---------------------------------------------------------------- driving
 
@@ -352,6 +356,7 @@ async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> No
         race = Race(ex, plan.targets(model, cooled, bound, session), attempt, state, session)
         race.bound = bound
     ex.routing = race.record
+    race.metrics = ex.mw.accounting.metrics
     started = time.perf_counter()
     try:
         await race.run()

@@ -29,7 +29,9 @@ CATEGORIES = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h
 # Each upstream protocol answers with its own usage (OpenAI semantics: input counts
 # every prompt token, cached ones included), so every sum says who answered.
 USAGE: dict[ProtocolName, c.Usage] = {
-    ANTHROPIC: c.Usage(input_tokens=110, output_tokens=21, cached_tokens=40, cache_creation_tokens=30),
+    ANTHROPIC: c.Usage(
+        input_tokens=110, output_tokens=21, cached_tokens=40, cache_creation_tokens=30
+    ),
     CHAT: c.Usage(input_tokens=220, output_tokens=33, cached_tokens=64, reasoning_tokens=7),
     RESPONSES: c.Usage(input_tokens=330, output_tokens=45, cached_tokens=128, reasoning_tokens=12),
     GEMINI: c.Usage(input_tokens=440, output_tokens=57, cached_tokens=96, reasoning_tokens=19),
@@ -69,7 +71,7 @@ def error(status: int) -> Reply:
 def usage_block(protocol: ProtocolName) -> dict[str, Any]:
     """The usage block the fake upstream of ``protocol`` sends (its JSON answer's)."""
     codec = get_codec(protocol)
-    path, body = request(protocol, "m", stream=False)
+    _path, body = request(protocol, "m", stream=False)
     request_ = codec.decode_request(json.dumps(body).encode(), TranslationReport(lossy=True))
     out = json.loads(codec.encode_response(answer(protocol, "m"), request_))
     block: dict[str, Any] = out["usageMetadata" if protocol == GEMINI else "usage"]

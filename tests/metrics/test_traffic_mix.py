@@ -2,7 +2,7 @@
 parsed with the client library's own parser: every count and token sum is exactly
 what the traffic implies, computed from the fake upstreams' usage blocks by hand.
 
-The mix: every client protocol × every upstream protocol, streamed and not, over an
+The mix: every client protocol x every upstream protocol, streamed and not, over an
 HTTP upstream and the wrapped app; one request retried after a 503; one answered by
 a fallback after its route's upstream failed; one with fields the translation drops.
 """
@@ -124,7 +124,7 @@ def test_a_known_traffic_mix_scrapes_to_exactly_its_counts_and_token_sums() -> N
     m = Scrape.parse(scrape.text)
     total = sum(expected.requests.values())
 
-    # Requests by client protocol × upstream protocol × status class, per route.
+    # Requests by client protocol x upstream protocol x status class, per route.
     assert m.total("proxai_requests_total") == total
     for (client, up, route, label), n in expected.requests.items():
         labels = {"client_protocol": client, "upstream_protocol": up, "route": route}
