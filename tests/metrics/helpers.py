@@ -63,8 +63,8 @@ def ok(seen: Seen) -> Reply:
     return codec_answer(protocol, answer(protocol, model_of(seen)))(seen)
 
 
-def error(status: int) -> Reply:
-    body = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+def error(status: int, kind: str = "overloaded_error") -> Reply:
+    body = {"type": "error", "error": {"type": kind, "message": "refused"}}
     return Reply(status, [("content-type", "application/json")], [json.dumps(body).encode()])
 
 
