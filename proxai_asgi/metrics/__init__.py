@@ -42,7 +42,13 @@ class Metrics:
     def __init__(self, *, meter_provider: Any = None, otel: bool = True) -> None:
         from .fields import FieldNames
         from .otel import OTelSink, configured_provider
-        from .prometheus import PrometheusSink
+
+        try:
+            from .prometheus import PrometheusSink
+        except ImportError as exc:
+            raise ImportError(
+                "metrics=True needs prometheus_client: pip install 'proxai-asgi[metrics]'"
+            ) from exc
 
         self.prometheus = PrometheusSink()
         sinks: list[Sink] = [self.prometheus]

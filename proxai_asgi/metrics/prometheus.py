@@ -10,6 +10,7 @@ any worker reads them all (``MultiProcessCollector``): one scrape sees every wor
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -32,22 +33,27 @@ def _instrument(spec: Spec, registry: CollectorRegistry) -> Any:
 
 
 class PrometheusSink:
-    __slots__ = ("_by_spec", "multiprocess", "registry")
+    __slots__ = ("_by_spec", "_record", "multiprocess", "registry")
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self._by_spec: dict[Spec, Any] = {s: _instrument(s, self.registry) for s in ALL}
+        # Each series' recording method, bound once (``labels()`` costs more than the
+        # recording): as many as the series, which bounded labels keep few.
+        self._record: dict[tuple[Spec, tuple[str, ...]], Callable[[float], None]] = {}
 
     def record(self, spec: Spec, value: float, labels: tuple[str, ...]) -> None:
-        child = self._by_spec[spec].labels(*labels)
-        kind = spec.kind
-        if kind == "histogram":
-            child.observe(value)
-        elif kind == "gauge":
-            child.set(value)
-        else:
-            child.inc(value)
+        key = (spec, labels)
+        method = self._record.get(key)
+        if method is None:
+            child = self._by_spec[spec].labels(*labels)
+            kind = spec.kind
+            method = child.observe if kind == "histogram" else child.inc
+            if kind == "gauge":
+                method = child.set
+            self._record[key] = method
+        method(value)
 
     def scrape(self, accept: str | None) -> tuple[bytes, str]:
         """The exposition (the classic text format, or OpenMetrics when ``accept`` asks
