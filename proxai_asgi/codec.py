@@ -159,6 +159,8 @@ class Codec(Protocol):
     name: ProtocolName
     # OpenTelemetry ``gen_ai.system`` of the provider family this protocol belongs to.
     system: str
+    # OpenTelemetry ``gen_ai.operation.name`` of a generation in this protocol.
+    operation: str
     # Header name prefixes of this protocol's family, not forwarded to other families.
     header_family: tuple[bytes, ...]
     auth_header: bytes  # the header that carries the upstream key ("authorization": Bearer)

@@ -103,6 +103,10 @@ class ProxaiMiddleware:
     store keeps itself, created once; random per process for memory). Over a
     Responses upstream reached with ``api_key``, stored ids are reachable only by
     the client that created them (``stored_claims.py``).
+
+    ``metrics=True`` serves ``GET {prefix}/metrics`` (Prometheus; one scrape sees every
+    ``proxai-asgi --workers`` process) and records the same through a configured
+    OpenTelemetry meter provider; off, ``/metrics`` reaches ``app`` (``metrics/``).
     """
 
     def __init__(
@@ -163,6 +167,7 @@ class ProxaiMiddleware:
             max_history=max_body_size if websocket_max_history is None else websocket_max_history,
         )
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
+        self.metrics = open_metrics(metrics)
         self.listing_paths = frozenset(p for codec in self.codecs for p in codec.listing_paths)
         self.stored = stored_responses.StoredResponses(
             store, secret=store_secret, owner=store_owner
@@ -182,7 +187,7 @@ class ProxaiMiddleware:
             open_routing_state(self.stored.store),
             Accounting(
                 ledger=open_ledger(ledger),
-                metrics=open_metrics(metrics),
+                metrics=self.metrics,
                 prices=load_prices(prices),
                 budgets=open_budgets(budgets, self.stored.store),
                 cost_header=cost_header,
@@ -211,6 +216,8 @@ class ProxaiMiddleware:
                     return
         elif kind == "http" and scope["method"] in ("GET", "DELETE"):
             path = self._local(scope)
+            if path == "/metrics" and self.metrics is not None and scope["method"] == "GET":
+                return await _scrape(self.metrics, scope, send)
             stored = stored_endpoints.parse_path(path)
             if stored is not None:
                 admitted = await self._admit(scope, send, stored_endpoints.stateful_codec())
@@ -305,8 +312,15 @@ class ProxaiMiddleware:
             await self.lean.aclose()
         await self.stored.aclose()
         await self.context.routing.aclose()
-        if self.context.accounting.ledger is not None:
-            await self.context.accounting.ledger.aclose()
+        await self.context.accounting.aclose()
+
+
+async def _scrape(metrics: Metrics, scope: Scope, send: Send) -> None:
+    accept = next((v for k, v in scope.get("headers", ()) if k == b"accept"), b"")
+    body, content_type = metrics.scrape(accept.decode("latin-1"))
+    headers = [(b"content-type", content_type.encode()), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _has_origin(scope: Scope) -> bool:

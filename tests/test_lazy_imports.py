@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAZY = ["httpx", "h11", "proxai_asgi.transport.http1", "proxai_asgi.protocols.openai_chat.stream"]
+LAZY = [
+    "httpx",
+    "h11",
+    "proxai_asgi.transport.http1",
+    "proxai_asgi.protocols.openai_chat.stream",
+    "prometheus_client",  # metrics=True only
+]
 
 
 def printed(probe: str) -> str:

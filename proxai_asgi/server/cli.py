@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..codec import PROTOCOLS
+from ..metrics.specs import MULTIPROC_ENV
 from ..middleware import ProxaiMiddleware
 from ..routing import Route, Upstream
 from ..store import MemoryStore, open_store
@@ -92,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="stored Responses: memory (default), off, sqlite:///path, redis://host:port/db "
         "(default $PROXAI_STORE)",
     )
+    p.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve Prometheus metrics at GET {prefix}/metrics (every worker's in one "
+        "scrape; needs the metrics extra)",
+    )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     p.add_argument(
         "--allow-origin",
@@ -141,6 +151,8 @@ def build_app(
         server.lean_http = False
     if args.no_websocket:
         server.responses_websocket = False
+    if args.metrics:
+        server.metrics = True
     if args.workers is not None or env.get("PROXAI_WORKERS"):
         server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
     if server.workers < 1:
@@ -195,9 +207,16 @@ def build_app(
         responses_websocket=server.responses_websocket,
         store=store if store is not None else "off",
         store_secret=secret,
+        metrics=_metrics(server.metrics),
         **cfg.admission_options(server),
     )
     return app, server
+
+
+def _metrics(on: bool) -> bool:
+    if on and importlib.util.find_spec("prometheus_client") is None:
+        raise cfg.ConfigError("--metrics needs prometheus_client: pip install proxai-asgi[metrics]")
+    return on
 
 
 def _cli_keys(names: str, env: dict[str, str], *, pool: bool) -> str | list[str] | None:
@@ -257,8 +276,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--workers with the memory store: each worker keeps its own stored responses; "
             "use --store sqlite:///path or redis://... to share them"
         )
-    serve_workers.serve(f"{__name__}:worker_app", server.workers, options)
+    with _metrics_dir(server.metrics):
+        serve_workers.serve(f"{__name__}:worker_app", server.workers, options)
     return 0
+
+
+@contextlib.contextmanager
+def _metrics_dir(on: bool) -> Iterator[None]:
+    """Workers keep their metrics in files of one fresh directory (prometheus_client's
+    multiprocess mode: a scrape on any worker reads every worker's); set before they
+    start, removed when they have all stopped."""
+    if not on:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="proxai-metrics-") as path:
+        os.environ[MULTIPROC_ENV] = path
+        try:
+            yield
+        finally:
+            os.environ.pop(MULTIPROC_ENV, None)
 
 
 _WORKER_ARGV = "PROXAI_WORKER_ARGV"

@@ -9,6 +9,7 @@ max_body_size = 33554432
 lean_http = true             # upstreams via the lean HTTP/1.1 pool (false: httpx)
 responses_websocket = true   # serve Codex's Responses WebSocket (false: 426, clients use HTTP)
 workers = 1                  # processes serving the port; each has its own pools and limits
+metrics = false              # GET {prefix}/metrics, Prometheus (one scrape sees every worker)
 body_timeout = 30            # seconds to receive a request body, else 408 ($PROXAI_BODY_TIMEOUT)
 allowed_origins = []         # browser pages of other origins allowed to call ("*": any)
 websocket_idle_timeout = 300 # close a Responses WebSocket idle this long (seconds)
@@ -83,6 +84,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lean_http: bool = True
     responses_websocket: bool = True
     workers: int = 1  # processes serving the port (each with its own pools and limits)
+    metrics: bool = False  # GET {prefix}/metrics (``--metrics``)
     # Admission, browser pages and the Codex WebSocket: ``ProxaiMiddleware``'s options
     # of these names (``admission_options``); each also from $PROXAI_<NAME>.
     body_timeout: float = 30.0

@@ -171,6 +171,9 @@ class Exchange:
         never finishing it) holds no slot, only its own 408."""
         limiter = self.mw.limiter
         acquired = False
+        metrics = self.mw.accounting.metrics
+        if metrics is not None:
+            metrics.started(self.client.name)
         try:
             body = await read_body(
                 self.scope, self.receive, self.mw.max_body_size, self.mw.body_timeout
@@ -182,9 +185,12 @@ class Exchange:
                     f"request body is nested deeper than {self.mw.max_json_depth} levels"
                 )
             if limiter is not None:
+                queued = time.perf_counter()
                 with anyio.move_on_after(self.mw.queue_timeout):
                     await limiter.acquire()
                     acquired = True
+                if metrics is not None:
+                    metrics.queued(time.perf_counter() - queued, acquired)
                 if not acquired:
                     raise ProxyError(
                         429,
@@ -211,6 +217,8 @@ class Exchange:
                     await self.turn.close()
             if acquired:
                 limiter.release()  # type: ignore[union-attr]
+            if metrics is not None:
+                metrics.finished(self.client.name)
             if self.mw.accounting.active:
                 with anyio.CancelScope(shield=True):
                     await _settle(self)

@@ -28,6 +28,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -40,6 +41,9 @@ from ..routing.health import RoutingState
 from ..routing.plan import Attempts, RoutePlan, Target
 from ..transport.upstream import client_credential
 from .exchange import Exchange
+
+if TYPE_CHECKING:
+    from ..metrics import Metrics
 
 logger = logging.getLogger("proxai_asgi")
 
@@ -103,6 +107,7 @@ class Race:
         self._raised: BaseException | None = None
         self._spent = 0.0  # seconds waited in backoff, against the retry budget
         self._firing: asyncio.Task[None] | None = None  # a hedge being started
+        self.metrics: Metrics | None = None  # set by ``serve`` (None: metrics off)
 
     # ---------------------------------------------------------------- driving
 
@@ -168,20 +173,34 @@ class Race:
         """One target: attempted, retried while its failures are worth retrying."""
         up = target.upstream
         tries = 0
+        metrics = self.metrics
         while True:
             self.record.count += 1
             hedge = self._hedge_after(up.first_content_timeout)
             self._scope_of[target.member] = scope
+            began = time.perf_counter() if metrics is not None else 0.0
             try:
                 failed = await self._attempt(self, target)
+            except BaseException as exc:
+                if metrics is not None:
+                    cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                    ended = "cancelled" if cancelled else "aborted"
+                    metrics.attempt(self._route(), target, ended, time.perf_counter() - began)
+                raise
             finally:
                 if hedge is not None:
                     hedge()
             if failed is None:
-                if self.winner is target:
+                won = self.winner is target
+                if metrics is not None:
+                    ended = "" if won else "cancelled"
+                    metrics.attempt(self._route(), target, ended, time.perf_counter() - began)
+                if won:
                     await self._served(target)
                 return
             failure = failed.failure
+            if metrics is not None:
+                metrics.attempt(self._route(), target, failure.cls, time.perf_counter() - began)
             self.failed.append(failed)
             self.record.note(target, failure)
             logger.info(
@@ -201,7 +220,8 @@ class Race:
             if failure.cls == "context":
                 return  # the next target may have a larger context
             if failure.cls == "key":
-                await self._cool(target.member, max(up.key_cooldown, failure.retry_after or 0))
+                wait = max(up.key_cooldown, failure.retry_after or 0)
+                await self._cool(target, target.member, wait, "key")
                 return
             wait = backoff(tries + 1, failure.retry_after, random.random)
             retry_after = failure.retry_after
@@ -213,11 +233,15 @@ class Race:
             ):
                 tries += 1
                 self._spent += wait
+                if metrics is not None:
+                    metrics.retried(self._route(), target, failure.cls)
                 await anyio.sleep(wait)
                 continue
             # Out of retries: a rate limit is this key's, anything else the provider's.
-            name = target.keyed if failure.status == 429 else target.provider
-            await self._cool(name, max(up.target_cooldown, retry_after or 0))
+            limited = failure.status == 429
+            name = target.keyed if limited else target.provider
+            wait = max(up.target_cooldown, retry_after or 0)
+            await self._cool(target, name, wait, "rate_limit" if limited else "target")
             return
 
     def _hedge_after(self, delay: float) -> Callable[[], None] | None:
@@ -258,9 +282,17 @@ class Race:
 
     # ----------------------------------------------------------------- state
 
-    async def _cool(self, name: str, seconds: float) -> None:
+    def _route(self) -> str:
+        """The route's model glob, the metrics' label (configuration, never the client's)."""
+        matched = self.ex.matched
+        return matched.model if matched is not None else "none"
+
+    async def _cool(self, target: Target, name: str, seconds: float, scope: str) -> None:
+        """``name`` avoided for ``seconds``; ``scope`` says which (for the metrics)."""
         if self.state is not None and seconds > 0:
             await self.state.cool(name, seconds)
+            if self.metrics is not None:
+                self.metrics.cooled(target, scope)
 
     async def _served(self, target: Target) -> None:
         state = self.state
@@ -274,6 +306,10 @@ class Race:
         await state.recovered(target.keyed)
         # A binding to this member was renewed when it was looked up: writing it again
         # would cost a Redis round trip on every turn of a conversation.
+        if self.session is not None and self.metrics is not None:
+            bound = self.bound
+            outcome = "new" if bound is None else "hit" if bound == target.member else "moved"
+            self.metrics.affinity(self._route(), outcome)
         if self.session is not None and self.bound != target.member:
             await state.bind(self.session, target.member, BINDING_TTL)
 
@@ -320,6 +356,7 @@ async def serve(ex: Exchange, route: Route, body: bytes, attempt: Attempt) -> No
         race = Race(ex, plan.targets(model, cooled, bound, session), attempt, state, session)
         race.bound = bound
     ex.routing = race.record
+    race.metrics = ex.mw.accounting.metrics
     started = time.perf_counter()
     try:
         await race.run()

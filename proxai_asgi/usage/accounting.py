@@ -71,3 +71,10 @@ class Accounting:
             self.metrics.exchange(rec, dropped, routing)
         if self.budgets is not None and hold is not None:
             await self.budgets.settle(hold, rec)
+
+    async def aclose(self) -> None:
+        """The ledger flushed and closed; a worker's metrics files released."""
+        if self.ledger is not None:
+            await self.ledger.aclose()
+        if self.metrics is not None:
+            self.metrics.close()

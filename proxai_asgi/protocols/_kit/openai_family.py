@@ -39,6 +39,7 @@ class OpenAIFamily:
     token-count endpoint: OpenAI has none)."""
 
     system: str = SYSTEM
+    operation: str = "chat"
     header_family: tuple[bytes, ...] = HEADER_FAMILY
     auth_header: bytes = b"authorization"
     credential_headers: tuple[bytes, ...] = (b"api-key",)  # Azure OpenAI's

@@ -28,6 +28,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     }
     upstream_path: str = "/v1/messages"
     system: str = "anthropic"
+    operation: str = "chat"
     header_family: tuple[bytes, ...] = (b"anthropic-",)
     auth_header: bytes = b"x-api-key"
     credential_headers: tuple[bytes, ...] = (b"x-api-key",)

@@ -22,6 +22,7 @@ class GeminiGenerateContentCodec:
     name: ProtocolName = "gemini_generate_content"
     model_in_path: bool = True
     system: str = "gcp.gemini"
+    operation: str = "generate_content"
     header_family: tuple[bytes, ...] = (b"x-goog-",)
     auth_header: bytes = b"x-goog-api-key"
     credential_headers: tuple[bytes, ...] = (b"x-goog-api-key",)
