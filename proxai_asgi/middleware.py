@@ -164,8 +164,9 @@ class ProxaiMiddleware:
         )
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
         self.listing_paths = frozenset(p for codec in self.codecs for p in codec.listing_paths)
+        usage_ledger = open_ledger(ledger)
         self.stored = stored_responses.StoredResponses(
-            store, secret=store_secret, owner=store_owner
+            store, secret=store_secret, owner=store_owner, keeper=usage_ledger
         )
         # What the responders read (``serving.context``), never the middleware itself.
         self.context = Context(
@@ -181,7 +182,7 @@ class ProxaiMiddleware:
             queue_timeout,
             open_routing_state(self.stored.store),
             Accounting(
-                ledger=open_ledger(ledger),
+                ledger=usage_ledger,
                 metrics=open_metrics(metrics),
                 prices=load_prices(prices),
                 budgets=open_budgets(budgets, self.stored.store),
