@@ -16,8 +16,9 @@ from ..middleware import ProxaiMiddleware
 from ..routing import Route, Upstream
 from ..store import MemoryStore, open_store
 from ..transport.upstream import Receive, Scope, Send
+from ..usage.ledger import open_ledger
 from . import config as cfg
-from . import serve_workers
+from . import serve_workers, usage_cli
 from .demo import DemoUpstream
 
 EPILOG = """\
@@ -25,7 +26,7 @@ Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
 $PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS, $PROXAI_STORE,
 $PROXAI_STORE_SECRET: the owner-hash key; unset, a SQLite or Redis store keeps its
-own), and these flags. With no upstream
+own, else a SQL ledger does, $PROXAI_LEDGER), and these flags. With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
@@ -41,7 +42,10 @@ Failover: a TOML [[routes]] entry takes fallbacks = [{upstream = "name", model =
 tried in order when its upstream fails before the answer's first content; an
 [[upstreams]] entry takes api_key_env = ["VAR1", "VAR2"], a key pool (one key per
 request; a revoked or exhausted key is cooled down). --api-key-env VAR1,VAR2 does the
-same for the flag-configured upstream. The upstream keys first_content_timeout,
+same for the flag-configured upstream.
+`proxai-asgi usage --ledger URL` reads the usage ledger back (--help: its options).
+
+The upstream keys first_content_timeout,
 max_retries, retry_budget, max_retry_after, key_cooldown, target_cooldown and
 continuation are also read from $PROXAI_<KEY> ($PROXAI_MAX_RETRIES, ...), over every
 upstream's own value.
@@ -92,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="stored Responses: memory (default), off, sqlite:///path, redis://host:port/db "
         "(default $PROXAI_STORE)",
     )
+    p.add_argument(
+        "--ledger",
+        help="usage ledger, one record per exchange: sqlite:///path or "
+        "postgresql://user@host/db (default $PROXAI_LEDGER, server.ledger; none)",
+    )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     p.add_argument(
         "--allow-origin",
@@ -141,6 +150,8 @@ def build_app(
         server.lean_http = False
     if args.no_websocket:
         server.responses_websocket = False
+    if args.ledger or env.get("PROXAI_LEDGER"):
+        server.ledger = args.ledger or env["PROXAI_LEDGER"]
     if args.workers is not None or env.get("PROXAI_WORKERS"):
         server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
     if server.workers < 1:
@@ -186,6 +197,10 @@ def build_app(
         )
     except (ValueError, ImportError) as exc:
         raise cfg.ConfigError(f"--store (or $PROXAI_STORE, store.url): {exc}") from None
+    try:
+        ledger = open_ledger(server.ledger)
+    except ValueError as exc:
+        raise cfg.ConfigError(f"--ledger (or $PROXAI_LEDGER, server.ledger): {exc}") from None
     app = ProxaiMiddleware(
         inner,
         routes=routes,
@@ -195,6 +210,7 @@ def build_app(
         responses_websocket=server.responses_websocket,
         store=store if store is not None else "off",
         store_secret=secret,
+        ledger=ledger,
         **cfg.admission_options(server),
     )
     return app, server
@@ -213,6 +229,9 @@ def _cli_keys(names: str, env: dict[str, str], *, pool: bool) -> str | list[str]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["usage"]:
+        return usage_cli.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         app, server = build_app(args)
@@ -249,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # uvicorn binds the port once and spawns the workers; each rebuilds the app from
     # the same command line (the environment it inherits carries it).
-    os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
+    os.environ[_WORKER_ARGV] = json.dumps(argv)
     # Workers sharing a SQLite or Redis store read its owner key from it (a random
     # key set here instead would change at every restart and orphan every record).
     if isinstance(app.stored.store, MemoryStore):
