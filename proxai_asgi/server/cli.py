@@ -42,13 +42,13 @@ Failover: a TOML [[routes]] entry takes fallbacks = [{upstream = "name", model =
 tried in order when its upstream fails before the answer's first content; an
 [[upstreams]] entry takes api_key_env = ["VAR1", "VAR2"], a key pool (one key per
 request; a revoked or exhausted key is cooled down). --api-key-env VAR1,VAR2 does the
-same for the flag-configured upstream.
-`proxai-asgi usage --ledger URL` reads the usage ledger back (--help: its options).
-
-The upstream keys first_content_timeout,
+same for the flag-configured upstream. The upstream keys first_content_timeout,
 max_retries, retry_budget, max_retry_after, key_cooldown, target_cooldown and
 continuation are also read from $PROXAI_<KEY> ($PROXAI_MAX_RETRIES, ...), over every
 upstream's own value.
+
+Usage ledger: --ledger URL records one line per exchange; `proxai-asgi usage --ledger URL`
+sums it by owner, model and day (`proxai-asgi usage --help`).
 """
 
 
