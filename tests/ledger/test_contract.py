@@ -147,3 +147,18 @@ async def test_a_reopened_ledger_reads_what_was_written_and_keeps_its_owner_key(
     assert await again.records() == [make(1)]
     assert await again.owner_secret() == key and len(key) == 32
     await again.aclose()
+
+
+async def test_a_record_no_engine_could_store_is_stored_cleaned_not_stuck(url: str) -> None:
+    """Text with NUL or a lone surrogate (a client's model string) and a count past
+    64 bits: written cleaned, and the records behind it are not held back."""
+    ledger = quick(url)
+    odd = make(1, requested_model="a\x00b\ud800c", output_tokens=2**70)
+    ledger.submit(odd)
+    ledger.submit(make(2))
+    await ledger.flush()
+    first, second = await ledger.records()
+    if url != "memory":
+        assert first.requested_model == "a\ufffdb?c" and first.output_tokens == 2**63 - 1
+    assert second == make(2)
+    await ledger.aclose()

@@ -153,7 +153,10 @@ class BatchLedger:
     # ------------------------------------------------------------- request path
 
     def submit(self, record: UsageRecord) -> None:
-        size = len(_size.encode(record))
+        try:
+            size = len(_size.encode(record))
+        except Exception:  # text JSON cannot hold (a lone surrogate): stored cleaned
+            size = 4096
         with self._cond:
             if self._closing is not None or self._queued_bytes + size > self.max_pending_bytes:
                 self._drop_one()

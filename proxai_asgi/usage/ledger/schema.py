@@ -82,8 +82,23 @@ def select(mark: str, since: str | None, owner: str | None) -> tuple[str, list[s
     return f"SELECT {', '.join(COLUMNS)} FROM {TABLE}{clause} ORDER BY time, request_id", values
 
 
+_MAX_INT = 2**63 - 1
+
+
+def _storable(value: Any) -> Any:
+    """What every engine takes: a batch that can never be written would hold back
+    every record behind it, so text without NUL (PostgreSQL refuses it) nor lone
+    surrogates, and integers within 64 bits."""
+    if type(value) is str:
+        if "\x00" in value or not value.isascii():
+            value = value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode()
+    elif type(value) is int:
+        value = max(-_MAX_INT, min(value, _MAX_INT))
+    return value
+
+
 def row(record: UsageRecord) -> tuple[Any, ...]:
-    return tuple(getattr(record, name) for name in COLUMNS)
+    return tuple(_storable(getattr(record, name)) for name in COLUMNS)
 
 
 def record(values: tuple[Any, ...]) -> UsageRecord:
