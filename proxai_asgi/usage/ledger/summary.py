@@ -127,10 +127,10 @@ def table(groups: list[Group], by: Sequence[str] = DEFAULT_KEYS) -> str:
         sums = [str(getattr(group, name)) for _, name in _COLUMNS]
         rows.append([*keys, *sums, _cost(group)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    keys = len(by)
+    width_of_keys = len(by)
     lines = [
         "  ".join(
-            cell.ljust(width) if i < keys else cell.rjust(width)
+            cell.ljust(width) if i < width_of_keys else cell.rjust(width)
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in rows
