@@ -14,7 +14,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+from .redis_server import _free_port
 
 
 def _bin_dir() -> str | None:
@@ -33,13 +34,6 @@ def _bin_dir() -> str | None:
         return os.path.dirname(found[-1])
     initdb = shutil.which("initdb")
     return os.path.dirname(initdb) if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _answers(port: int) -> bool:

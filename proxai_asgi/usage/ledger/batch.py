@@ -25,16 +25,14 @@ the count when a write succeeds again); the request that made it never waits.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from datetime import date, datetime
 from itertools import islice
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import anyio
 import msgspec
@@ -45,7 +43,6 @@ from . import schema
 
 logger = logging.getLogger("proxai_asgi")
 
-T = TypeVar("T")
 Row = tuple[Any, ...]
 
 DEFAULT_MAX_BATCH = 500  # records to a transaction
@@ -76,36 +73,6 @@ class Backend(Protocol):
         """The kept key, ``fresh`` stored first when there is none."""
 
     def close(self) -> None: ...
-
-
-class Connection:
-    """A connection opened when first needed and dropped on any failure (the next
-    call opens a new one); one caller at a time."""
-
-    def __init__(self, connect: Callable[[], Any]) -> None:
-        self._connect = connect
-        self._db: Any = None
-        self._lock = threading.Lock()
-
-    def run(self, work: Callable[[Any], T]) -> T:
-        with self._lock:
-            if self._db is None:
-                self._db = self._connect()
-            try:
-                return work(self._db)
-            except BaseException:
-                self._drop()
-                raise
-
-    def _drop(self) -> None:
-        db, self._db = self._db, None
-        with contextlib.suppress(Exception):  # already broken: nothing more to release
-            db.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._drop()
 
 
 class BatchLedger:

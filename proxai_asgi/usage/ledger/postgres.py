@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..record import UsageRecord
 from . import schema
-from .batch import BatchLedger, Connection, Row
+from .batch import BatchLedger, Row
+from .sql import SQLBackend
 
 DEFAULT_CONNECT_TIMEOUT = 5
 
@@ -29,15 +29,15 @@ def _without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-class PostgresBackend:
+class PostgresBackend(SQLBackend):
+    mark = "%s"
+
     def __init__(self, url: str, connect_timeout: int = DEFAULT_CONNECT_TIMEOUT) -> None:
         import psycopg  # noqa: F401  (here: a missing extra is said at start-up)
 
+        super().__init__(_without_password(url))
         self.url = url
-        self.name = _without_password(url)
         self.connect_timeout = connect_timeout
-        self._writer = Connection(self._connect)
-        self._reader = Connection(self._connect)
 
     def _connect(self) -> Any:
         import psycopg
@@ -45,11 +45,9 @@ class PostgresBackend:
         db = psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
         try:
             with db.transaction():
-                # Instances starting together: one creates the table, the others wait.
+                # Instances starting together: one creates the tables, the others wait.
                 db.execute("SELECT pg_advisory_xact_lock(727472)")
-                db.execute(schema.create_table(1))
-                db.execute(schema.CREATE_META)
-                for statement in schema.INDEXES:
+                for statement in (schema.create_table(1), schema.CREATE_META, *schema.INDEXES):
                     db.execute(statement)
         except BaseException:
             db.close()
@@ -59,34 +57,9 @@ class PostgresBackend:
     def write(self, rows: list[Row]) -> None:
         def work(db: Any) -> None:
             with db.transaction(), db.cursor() as cur:
-                cur.executemany(schema.insert("%s"), rows)
+                cur.executemany(schema.insert(self.mark), rows)
 
         self._writer.run(work)
-
-    def read(self, since: str | None, owner: str | None) -> list[UsageRecord]:
-        query, values = schema.select("%s", since, owner)
-
-        def work(db: Any) -> list[Any]:
-            return list(db.execute(query, values).fetchall())
-
-        return [schema.record(tuple(r)) for r in self._reader.run(work)]
-
-    def owner_secret(self, fresh: str) -> str:
-        def work(db: Any) -> str:
-            with db.transaction():
-                db.execute(
-                    f"INSERT INTO {schema.META} (name, value) VALUES ('owner_secret', %s)"
-                    " ON CONFLICT (name) DO NOTHING",
-                    (fresh,),
-                )
-                row = db.execute(f"SELECT value FROM {schema.META} WHERE name = 'owner_secret'")
-                return str(row.fetchone()[0])
-
-        return self._reader.run(work)
-
-    def close(self) -> None:
-        self._writer.close()
-        self._reader.close()
 
 
 class PostgresLedger(BatchLedger):

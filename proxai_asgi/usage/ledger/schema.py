@@ -59,6 +59,15 @@ INDEXES = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_owner ON {TABLE} (owner, time)",
 )
 CREATE_META = f"CREATE TABLE IF NOT EXISTS {META} (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+READ_SECRET = f"SELECT value FROM {META} WHERE name = 'owner_secret'"
+
+
+def keep_secret(mark: str) -> str:
+    """The owner-hash key stored, unless one already is (the first instance wins)."""
+    return (
+        f"INSERT INTO {META} (name, value) VALUES ('owner_secret', {mark})"
+        " ON CONFLICT (name) DO NOTHING"
+    )
 
 
 def insert(mark: str) -> str:
