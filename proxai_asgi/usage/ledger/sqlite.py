@@ -42,7 +42,7 @@ class SQLiteBackend(SQLBackend):
 
     def write(self, rows: list[Row]) -> None:
         def work(db: sqlite3.Connection) -> None:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE")  # (locked: fails here, nothing to roll back)
             try:
                 db.executemany(schema.insert(self.mark), rows)
                 db.execute("COMMIT")
