@@ -10,6 +10,7 @@ import time
 import anyio
 import pytest
 
+from proxai_asgi.store.base import StoreUnavailable
 from proxai_asgi.usage.ledger.batch import BatchLedger, Row
 from proxai_asgi.usage.record import UsageRecord
 
@@ -158,3 +159,20 @@ async def test_a_write_that_keeps_failing_backs_off() -> None:
     backend.down.clear()
     await ledger.aclose()
     assert len(backend.rows) == 1
+
+
+async def test_an_unanswered_owner_key_read_holds_a_request_at_most_a_second() -> None:
+    backend = FlakyBackend()
+    release = threading.Event()
+    backend.owner_secret = lambda fresh: (release.wait(5), fresh)[1]  # type: ignore[method-assign]
+    ledger = ledger_on(backend, retry_max=60)
+    start = time.perf_counter()
+    with pytest.raises(StoreUnavailable):
+        await ledger.owner_secret()
+    assert time.perf_counter() - start < 1.5
+    start = time.perf_counter()
+    with pytest.raises(StoreUnavailable):  # not asked again before retry_max
+        await ledger.owner_secret()
+    assert time.perf_counter() - start < 0.1
+    release.set()
+    await ledger.aclose()

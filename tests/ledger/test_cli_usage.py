@@ -84,7 +84,7 @@ def test_usage_json_prints_every_record_as_one_array(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     records = json.loads(out.stdout)
-    assert [r["requested_model"] for r in records] == ["demo-a", "demo-b"]
+    assert sorted(r["requested_model"] for r in records) == ["demo-a", "demo-b"]
     for record in records:
         assert set(CONTRACT_FIELDS) <= set(record)
         assert record["status"] == 200 and record["owner"].startswith("key:")

@@ -218,3 +218,36 @@ def test_a_sqlite_file_that_cannot_be_opened_yet_loses_nothing(tmp_path: Path) -
         folder.mkdir()  # the volume is mounted
         traffic(base, models[10:])
     check_exactly_once(url, ledger, models)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_ledger_writes_from_a_middleware_on_any_event_loop(
+    backend: str, tmp_path: Path
+) -> None:
+    """The writer is a thread, not a task: the same on trio as on asyncio."""
+    url = f"sqlite:///{tmp_path / 'usage.db'}"
+    answer = reply_from_capture("anthropic_json_cache_read").chunks[0]
+
+    async def upstream(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+    async def main() -> None:
+        up = Upstream.inner_app("anthropic_messages", name="claude")
+        app = ProxaiMiddleware(upstream, routes=[Route("claude-*", up)], ledger=url)
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app), base_url="http://proxy"
+        ) as client:
+            for n in range(3):
+                body = {"model": f"claude-{n}", "messages": [{"role": "user", "content": "hi"}]}
+                r = await client.post("/v1/chat/completions", json=body)
+                assert r.status_code == 200
+        await app.aclose()
+
+    anyio.run(main, backend=backend)
+    records = read(url)
+    assert sorted(r.requested_model or "" for r in records) == ["claude-0", "claude-1", "claude-2"]
+    assert {r.cache_read_tokens for r in records} == {4167}

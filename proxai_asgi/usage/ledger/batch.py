@@ -51,6 +51,7 @@ DEFAULT_MAX_PENDING_BYTES = 16 * 1024 * 1024
 DEFAULT_RETRY_INITIAL = 0.2
 DEFAULT_RETRY_MAX = 10.0
 DEFAULT_CLOSE_TIMEOUT = 5.0
+SECRET_TIMEOUT = 1.0  # seconds the first request may wait for the owner-hash key
 
 _size = msgspec.json.Encoder()
 
@@ -272,12 +273,20 @@ class BatchLedger:
     async def owner_secret(self) -> bytes:
         """The owner-hash key kept in the ledger (``stored_responses.Owners`` uses it
         when the response store keeps none), so owners stay the same over restarts.
-        ``StoreUnavailable`` while it cannot be read (asked again at most every
-        ``retry_max`` seconds: requests meanwhile are not held up by it)."""
+        ``StoreUnavailable`` while it cannot be read in ``SECRET_TIMEOUT`` seconds
+        (asked again at most every ``retry_max`` seconds: requests meanwhile are not
+        held up by it)."""
         if time.monotonic() < self._secret_retry:
             raise StoreUnavailable(f"usage ledger {self.backend.name}: unavailable")
+        kept: str | None = None
         try:
-            kept = await anyio.to_thread.run_sync(self.backend.owner_secret, os.urandom(32).hex())
+            # A request waits for this read: a database that does not answer is down.
+            with anyio.move_on_after(SECRET_TIMEOUT):
+                kept = await anyio.to_thread.run_sync(
+                    self.backend.owner_secret, os.urandom(32).hex(), abandon_on_cancel=True
+                )
+            if kept is None:
+                raise TimeoutError(f"no answer in {SECRET_TIMEOUT} s")
             return bytes.fromhex(kept)
         except Exception as exc:
             self._secret_retry = time.monotonic() + self.retry_max
