@@ -79,6 +79,8 @@ class Backend(Protocol):
 class BatchLedger:
     """A ``Ledger`` over a SQL ``Backend`` (see the module docstring)."""
 
+    secret_timeout = SECRET_TIMEOUT
+
     def __init__(
         self,
         backend: Backend,
@@ -237,9 +239,9 @@ class BatchLedger:
     # ------------------------------------------------------------- the rest
 
     async def flush(self) -> None:
-        """Until every record acknowledged so far is written, or a write attempt made
-        after this call failed (they stay queued for the next); at most
-        ``close_timeout`` seconds."""
+        """Until every record acknowledged so far is written, or the next write to
+        end has failed (they stay queued for the next try; a backoff under way is
+        cut short); at most ``close_timeout`` seconds."""
         with self._cond:
             if self._thread is None or self.written >= self.accepted:
                 return
@@ -273,7 +275,7 @@ class BatchLedger:
     async def owner_secret(self) -> bytes:
         """The owner-hash key kept in the ledger (``stored_responses.Owners`` uses it
         when the response store keeps none), so owners stay the same over restarts.
-        ``StoreUnavailable`` while it cannot be read in ``SECRET_TIMEOUT`` seconds
+        ``StoreUnavailable`` while it cannot be read in ``secret_timeout`` seconds
         (asked again at most every ``retry_max`` seconds: requests meanwhile are not
         held up by it)."""
         if time.monotonic() < self._secret_retry:
@@ -281,12 +283,12 @@ class BatchLedger:
         kept: str | None = None
         try:
             # A request waits for this read: a database that does not answer is down.
-            with anyio.move_on_after(SECRET_TIMEOUT):
+            with anyio.move_on_after(self.secret_timeout):
                 kept = await anyio.to_thread.run_sync(
                     self.backend.owner_secret, os.urandom(32).hex(), abandon_on_cancel=True
                 )
             if kept is None:
-                raise TimeoutError(f"no answer in {SECRET_TIMEOUT} s")
+                raise TimeoutError(f"no answer in {self.secret_timeout} s")
             return bytes.fromhex(kept)
         except Exception as exc:
             self._secret_retry = time.monotonic() + self.retry_max
