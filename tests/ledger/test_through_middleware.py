@@ -119,7 +119,7 @@ def test_one_record_per_exchange_with_every_field(
         "anthropic_messages",
     )
     assert (rec.requested_model, rec.served_model) == ("claude-x", "claude-sonnet-4-20250514")
-    assert (rec.status, rec.stream, rec.attempts) == (200, stream, 1)
+    assert (rec.status, rec.stream, rec.attempts, rec.fallback_index) == (200, stream, 1, 0)
     tokens = (rec.input_tokens, rec.output_tokens, rec.cache_read_tokens)
     assert tokens == ((17, 15, 0) if stream else (12, 350, 4167))  # input without the cache
     assert (rec.cache_write_5m_tokens, rec.cache_write_1h_tokens, rec.reasoning_tokens) == (0, 0, 0)

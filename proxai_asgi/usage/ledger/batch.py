@@ -140,7 +140,11 @@ class BatchLedger:
                 self._thread = threading.Thread(
                     target=self._run, name="proxai-ledger", daemon=True
                 )
-                self._thread.start()
+                try:
+                    self._thread.start()
+                except RuntimeError as exc:  # no thread to be had: the next record tries
+                    self._thread = None
+                    logger.error("usage ledger %s: writer not started: %s", self.backend.name, exc)
             if len(self._queue) in (1, self.max_batch):
                 self._cond.notify_all()
 
