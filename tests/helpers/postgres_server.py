@@ -40,9 +40,7 @@ def _answers(port: int) -> bool:
     try:
         import psycopg
 
-        with psycopg.connect(
-            f"postgresql://postgres@127.0.0.1:{port}/postgres", connect_timeout=1
-        ):
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", connect_timeout=1):
             return True
     except Exception:
         return False

@@ -124,8 +124,10 @@ async def test_summary_of_a_ledger_sums_by_owner_model_and_day(url: str) -> None
         ledger.submit(make(n, owner=owner, time=time, cost_usd=cost))
     await ledger.flush()
     groups = summarize(await ledger.records())
-    got = [(g.key["owner"], g.key["day"], g.requests, g.input_tokens, g.cost_usd, g.unpriced)
-           for g in groups]
+    got = [
+        (g.key["owner"], g.key["day"], g.requests, g.input_tokens, g.cost_usd, g.unpriced)
+        for g in groups
+    ]
     assert got == [
         ("a", "2026-11-01", 2, 11 + 0 + 11 + 1, 0.75, 0),
         ("a", "2026-11-02", 1, 11 + 2, None, 1),  # every record unpriced: no cost

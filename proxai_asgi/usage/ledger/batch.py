@@ -76,10 +76,8 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-class BatchLedger:
-    """A ``Ledger`` over a SQL ``Backend`` (see the module docstring)."""
-
-    secret_timeout = SECRET_TIMEOUT
+class BatchWriter:
+    """The queue and its writer thread (see the module docstring)."""
 
     def __init__(
         self,
@@ -137,9 +135,7 @@ class BatchLedger:
             if self._thread is None:
                 # Started by the first record, in the process that serves (never in a
                 # ``--workers`` parent that only built the app).
-                self._thread = threading.Thread(
-                    target=self._run, name="proxai-ledger", daemon=True
-                )
+                self._thread = threading.Thread(target=self._run, name="proxai-ledger", daemon=True)
                 try:
                     self._thread.start()
                 except RuntimeError as exc:  # no thread to be had: the next record tries
@@ -263,6 +259,36 @@ class BatchLedger:
 
         await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
 
+    async def aclose(self) -> None:
+        """A last attempt, of at most ``close_timeout`` seconds, to write what is
+        queued; how many records it could not write is logged (an error)."""
+        with self._cond:
+            if self._closing is None:
+                self._closing = time.monotonic() + self.close_timeout
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            await anyio.to_thread.run_sync(thread.join, self.close_timeout + 1)
+        if thread is None or not thread.is_alive():  # a hung write keeps its connection
+            await anyio.to_thread.run_sync(self.backend.close)
+        if self._queue:
+            logger.error(
+                "usage ledger %s: %d acknowledged records could not be written",
+                self.backend.name,
+                len(self._queue),
+            )
+
+    @property
+    def unwritten(self) -> int:
+        """Acknowledged records not written (yet, or ever once closed)."""
+        return self.accepted - self.written
+
+
+class BatchLedger(BatchWriter):
+    """A ``Ledger`` over a SQL ``Backend``: the batch writer, and the reads."""
+
+    secret_timeout = SECRET_TIMEOUT
+
     async def records(
         self, since: str | date | datetime | None = None, owner: str | None = None
     ) -> list[UsageRecord]:
@@ -297,27 +323,3 @@ class BatchLedger:
         except Exception as exc:
             self._secret_retry = time.monotonic() + self.retry_max
             raise StoreUnavailable(f"usage ledger {self.backend.name}: {exc}") from None
-
-    async def aclose(self) -> None:
-        """A last attempt, of at most ``close_timeout`` seconds, to write what is
-        queued; how many records it could not write is logged (an error)."""
-        with self._cond:
-            if self._closing is None:
-                self._closing = time.monotonic() + self.close_timeout
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            await anyio.to_thread.run_sync(thread.join, self.close_timeout + 1)
-        if thread is None or not thread.is_alive():  # a hung write keeps its connection
-            await anyio.to_thread.run_sync(self.backend.close)
-        if self._queue:
-            logger.error(
-                "usage ledger %s: %d acknowledged records could not be written",
-                self.backend.name,
-                len(self._queue),
-            )
-
-    @property
-    def unwritten(self) -> int:
-        """Acknowledged records not written (yet, or ever once closed)."""
-        return self.accepted - self.written
