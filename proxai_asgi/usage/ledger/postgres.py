@@ -47,7 +47,7 @@ class PostgresBackend(SQLBackend):
             with db.transaction():
                 # Instances starting together: one creates the tables, the others wait.
                 db.execute("SELECT pg_advisory_xact_lock(727472)")
-                for statement in (schema.create_table(1), schema.CREATE_META, *schema.INDEXES):
+                for statement in schema.tables(1):
                     db.execute(statement)
         except BaseException:
             db.close()

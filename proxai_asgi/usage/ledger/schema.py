@@ -70,6 +70,11 @@ def keep_secret(mark: str) -> str:
     )
 
 
+def tables(dialect: int) -> tuple[str, ...]:
+    """Every statement that makes the ledger's tables, each a no-op once they exist."""
+    return (create_table(dialect), CREATE_META, *INDEXES)
+
+
 def insert(mark: str) -> str:
     """The idempotent insert, with ``mark`` the driver's placeholder (``?``, ``%s``)."""
     marks = ", ".join([mark] * len(COLUMNS))

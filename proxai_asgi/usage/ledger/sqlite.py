@@ -33,7 +33,7 @@ class SQLiteBackend(SQLBackend):
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            for statement in (schema.create_table(0), schema.CREATE_META, *schema.INDEXES):
+            for statement in schema.tables(0):
                 db.execute(statement)
         except BaseException:
             db.close()
