@@ -169,8 +169,9 @@ class ProxaiMiddleware:
         self.codecs: tuple[Codec, ...] = tuple(all_codecs())
         self.metrics = open_metrics(metrics)
         self.listing_paths = frozenset(p for codec in self.codecs for p in codec.listing_paths)
+        usage_ledger = open_ledger(ledger)
         self.stored = stored_responses.StoredResponses(
-            store, secret=store_secret, owner=store_owner
+            store, secret=store_secret, owner=store_owner, keeper=usage_ledger
         )
         # What the responders read (``serving.context``), never the middleware itself.
         self.context = Context(
@@ -186,7 +187,7 @@ class ProxaiMiddleware:
             queue_timeout,
             open_routing_state(self.stored.store),
             Accounting(
-                ledger=open_ledger(ledger),
+                ledger=usage_ledger,
                 metrics=self.metrics,
                 prices=load_prices(prices),
                 budgets=open_budgets(budgets, self.stored.store),

@@ -84,7 +84,8 @@ _ID_PREFIX = {
 
 @runtime_checkable
 class KeepsOwnerSecret(Protocol):
-    """A store that keeps the owner-hash key with its records (SQLite, Redis)."""
+    """A store that keeps the owner-hash key with its records (SQLite, Redis), or a
+    SQL usage ledger; ``StoreUnavailable`` while it cannot be read."""
 
     async def owner_secret(self) -> bytes: ...
 
@@ -98,8 +99,9 @@ class Owners:
     must agree on it). Otherwise a store that keeps one (``owner_secret``: SQLite's
     meta table, a Redis key) provides it, created once and read by every instance
     and restart, so conversations outlive the process; ``load`` reads it before the
-    first owner is computed. Other stores (memory, none) get a random key per
-    process, as does a request served while the store cannot be read (what it
+    first owner is computed. With other stores (memory, none), a SQL usage ledger
+    keeps it (``keeper``: the ledger's owners then outlive the process); else the
+    key is random per process, as does a request served while the store cannot be read (what it
     stores then cannot be found again, which fails closed)."""
 
     def __init__(
@@ -152,9 +154,13 @@ class StoredResponses:
         *,
         secret: str | bytes | None = None,
         owner: OwnerFunction | None = None,
+        keeper: object = None,
     ) -> None:
         self.store = open_store(store)
-        self.owners = Owners(secret, owner, self.store)
+        # The owner-hash key: the store's when it keeps one, else ``keeper``'s (the
+        # usage ledger's), so the ledger's owners outlive the process too.
+        kept = self.store if isinstance(self.store, KeepsOwnerSecret) else keeper
+        self.owners = Owners(secret, owner, kept)
 
     async def ready(self) -> None:
         """Before the first owner is computed: the owner key kept by the store.

@@ -20,8 +20,9 @@ from ..middleware import ProxaiMiddleware
 from ..routing import Route, Upstream
 from ..store import MemoryStore, open_store
 from ..transport.upstream import Receive, Scope, Send
+from ..usage.ledger import open_ledger
 from . import config as cfg
-from . import serve_workers
+from . import serve_workers, usage_cli
 from .demo import DemoUpstream
 
 EPILOG = """\
@@ -29,7 +30,7 @@ Configuration comes from, in increasing priority: the TOML file (--config or
 $PROXAI_CONFIG), environment variables ($PROXAI_UPSTREAM_URL, $PROXAI_UPSTREAM_PROTOCOL,
 $PROXAI_API_KEY, $PROXAI_HOST, $PROXAI_PORT, $PROXAI_WORKERS, $PROXAI_STORE,
 $PROXAI_STORE_SECRET: the owner-hash key; unset, a SQLite or Redis store keeps its
-own), and these flags. With no upstream
+own, else a SQL ledger does, $PROXAI_LEDGER), and these flags. With no upstream
 configured, a built-in demo upstream answers offline (it echoes your message), speaking
 --demo-protocol so that translation is exercised.
 
@@ -49,6 +50,9 @@ same for the flag-configured upstream. The upstream keys first_content_timeout,
 max_retries, retry_budget, max_retry_after, key_cooldown, target_cooldown and
 continuation are also read from $PROXAI_<KEY> ($PROXAI_MAX_RETRIES, ...), over every
 upstream's own value.
+
+Usage ledger: --ledger URL records one line per exchange; `proxai-asgi usage --ledger URL`
+sums it by owner, model and day (`proxai-asgi usage --help`).
 """
 
 
@@ -102,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics at GET {prefix}/metrics (every worker's in one "
         "scrape; needs the metrics extra)",
     )
+    p.add_argument(
+        "--ledger",
+        help="usage ledger, one record per exchange: sqlite:///path or "
+        "postgresql://user@host/db (default $PROXAI_LEDGER, server.ledger; none)",
+    )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     p.add_argument(
         "--allow-origin",
@@ -153,6 +162,8 @@ def build_app(
         server.responses_websocket = False
     if args.metrics:
         server.metrics = True
+    if args.ledger or env.get("PROXAI_LEDGER"):
+        server.ledger = args.ledger or env["PROXAI_LEDGER"]
     if args.workers is not None or env.get("PROXAI_WORKERS"):
         server.workers = int(args.workers if args.workers is not None else env["PROXAI_WORKERS"])
     if server.workers < 1:
@@ -198,6 +209,10 @@ def build_app(
         )
     except (ValueError, ImportError) as exc:
         raise cfg.ConfigError(f"--store (or $PROXAI_STORE, store.url): {exc}") from None
+    try:
+        ledger = open_ledger(server.ledger)
+    except ValueError as exc:
+        raise cfg.ConfigError(f"--ledger (or $PROXAI_LEDGER, server.ledger): {exc}") from None
     app = ProxaiMiddleware(
         inner,
         routes=routes,
@@ -208,6 +223,7 @@ def build_app(
         store=store if store is not None else "off",
         store_secret=secret,
         metrics=_metrics(server.metrics),
+        ledger=ledger,
         **cfg.admission_options(server),
     )
     return app, server
@@ -232,6 +248,9 @@ def _cli_keys(names: str, env: dict[str, str], *, pool: bool) -> str | list[str]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["usage"]:
+        return usage_cli.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         app, server = build_app(args)
@@ -268,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # uvicorn binds the port once and spawns the workers; each rebuilds the app from
     # the same command line (the environment it inherits carries it).
-    os.environ[_WORKER_ARGV] = json.dumps(list(sys.argv[1:] if argv is None else argv))
+    os.environ[_WORKER_ARGV] = json.dumps(argv)
     # Workers sharing a SQLite or Redis store read its owner key from it (a random
     # key set here instead would change at every restart and orphan every record).
     if isinstance(app.stored.store, MemoryStore):

@@ -15,6 +15,7 @@ allowed_origins = []         # browser pages of other origins allowed to call ("
 websocket_idle_timeout = 300 # close a Responses WebSocket idle this long (seconds)
 websocket_max_connections = 256  # open Responses WebSockets per process; more get a 503
 # websocket_max_history = 33554432  # bytes a connection keeps of its last response
+# ledger = "sqlite:////var/lib/proxai/usage.db"  # usage ledger ($PROXAI_LEDGER): or postgresql://...
 
 [store]                      # stored Responses (previous_response_id, retrieve, delete)
 url = "memory"               # "off", "sqlite:////var/lib/proxai/responses.db", "redis://host:6379/0"
@@ -92,6 +93,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     websocket_idle_timeout: float = 300.0
     websocket_max_connections: int = 256
     websocket_max_history: int | None = None  # None: max_body_size
+    ledger: str | None = None  # the usage ledger's URL (``ProxaiMiddleware(ledger=)``)
 
 
 # Keys of an ``[[upstreams]]`` table besides ``Upstream``'s own fields.

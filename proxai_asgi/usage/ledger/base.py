@@ -1,10 +1,12 @@
-"""The ledger contract, and the in-memory ledger tests read."""
+"""The ledger contract, the in-memory ledger tests read, and ``open_ledger``."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from datetime import date, datetime
+from typing import Any, Protocol, runtime_checkable
 
 from ..record import UsageRecord
+from . import schema
 
 
 @runtime_checkable
@@ -15,14 +17,18 @@ class Ledger(Protocol):
     async def flush(self) -> None:
         """Every record submitted so far written (or kept for the next try)."""
 
-    async def records(self) -> list[UsageRecord]:
-        """Every record written, oldest first."""
+    async def records(
+        self, since: str | date | datetime | None = None, owner: str | None = None
+    ) -> list[UsageRecord]:
+        """The records written, oldest first: those at or after ``since`` (an ISO
+        8601 date or time, a naive one UTC) and of ``owner`` when given."""
 
     async def aclose(self) -> None: ...
 
 
 class MemoryLedger:
-    """Records kept in a list: for tests and for reading a process's own traffic."""
+    """Records kept in a dict: for tests and for reading a process's own traffic
+    (unbounded: not for serving)."""
 
     def __init__(self) -> None:
         self._records: dict[str, UsageRecord] = {}
@@ -33,19 +39,44 @@ class MemoryLedger:
     async def flush(self) -> None:
         return None
 
-    async def records(self) -> list[UsageRecord]:
-        return list(self._records.values())
+    async def records(
+        self, since: str | date | datetime | None = None, owner: str | None = None
+    ) -> list[UsageRecord]:
+        start = schema.since_text(since)
+        return sorted(
+            (
+                r
+                for r in self._records.values()
+                if (start is None or r.time >= start) and (owner is None or r.owner == owner)
+            ),
+            key=lambda r: (r.time, r.request_id),
+        )
 
     async def aclose(self) -> None:
         return None
 
 
-def open_ledger(spec: str | Ledger | None) -> Ledger | None:
-    """``None``: no ledger; ``"memory"``; a ledger object as it is."""
+def open_ledger(spec: str | Ledger | None, **options: Any) -> Ledger | None:
+    """``None``: no ledger; ``"memory"``; ``"sqlite:///path"`` (a relative path;
+    ``sqlite:////abs/path`` an absolute one); ``"postgresql://user@host/db"``; a ledger
+    object as it is. ``options`` go to the SQL ledgers (``BatchLedger``'s)."""
     if spec is None:
         return None
     if not isinstance(spec, str):
         return spec
     if spec in ("memory", "memory://"):
         return MemoryLedger()
+    if spec.startswith("sqlite:///") and len(spec) > len("sqlite:///"):
+        from .sqlite import SQLiteLedger
+
+        return SQLiteLedger(spec.removeprefix("sqlite:///"), **options)
+    if spec.startswith(("postgresql://", "postgres://")):
+        try:
+            from .postgres import PostgresLedger
+
+            return PostgresLedger(spec, **options)
+        except ImportError:
+            raise ValueError(
+                "a PostgreSQL ledger needs psycopg: pip install 'proxai-asgi[postgres]'"
+            ) from None
     raise ValueError(f"ledger {spec!r}: expected memory, sqlite:///path or postgresql://...")
