@@ -43,7 +43,7 @@ from .transport.upstream import (
     Send,
 )
 from .usage import Accounting, Ledger, PriceTable, open_ledger
-from .usage.budgets import Budget, open_budgets
+from .usage.budgets import Budget, Budgets, open_budgets
 from .usage.prices import load_prices
 
 if TYPE_CHECKING:
@@ -103,6 +103,17 @@ class ProxaiMiddleware:
     store keeps itself, created once; random per process for memory). Over a
     Responses upstream reached with ``api_key``, stored ids are reachable only by
     the client that created them (``stored_claims.py``).
+
+    ``budgets`` limits use before any upstream is called (``usage/budgets.py``):
+    ``Budget(tokens=1_000_000, window="1d")`` per owner (the owner the store uses),
+    ``Budget(usd=50.0, window="30d", per="route", routes=["claude-*"])`` for a route's
+    every client together, ``per="all"`` for the whole proxy. Windows are fixed and
+    aligned to the epoch; a spent budget is a 429 in the client's protocol with
+    ``retry-after`` to its next window. Each request holds a reservation (its body's
+    size and its output cap) until its answer replaces it by the tokens (input, output,
+    cache reads and writes) or cost it used. They count in Redis when ``store`` is
+    Redis (every instance shares them; Redis down: each instance goes on alone from
+    the last totals it saw), else in this process's memory (per worker).
     """
 
     def __init__(
@@ -132,7 +143,7 @@ class ProxaiMiddleware:
         metrics: bool | Metrics = False,
         ledger: str | Ledger | None = None,
         prices: str | PriceTable | None = None,
-        budgets: Sequence[Budget] = (),
+        budgets: Sequence[Budget] | Budgets = (),
         cost_header: bool = False,
     ) -> None:
         if (upstream is None) == (not routes):
@@ -307,6 +318,8 @@ class ProxaiMiddleware:
         await self.context.routing.aclose()
         if self.context.accounting.ledger is not None:
             await self.context.accounting.ledger.aclose()
+        if self.context.accounting.budgets is not None:
+            await self.context.accounting.budgets.aclose()
 
 
 def _has_origin(scope: Scope) -> bool:
