@@ -104,16 +104,10 @@ class ProxaiMiddleware:
     Responses upstream reached with ``api_key``, stored ids are reachable only by
     the client that created them (``stored_claims.py``).
 
-    ``budgets`` limits use before any upstream is called (``usage/budgets.py``):
-    ``Budget(tokens=1_000_000, window="1d")`` per owner (the owner the store uses),
-    ``Budget(usd=50.0, window="30d", per="route", routes=["claude-*"])`` for a route's
-    every client together, ``per="all"`` for the whole proxy. Windows are fixed and
-    aligned to the epoch; a spent budget is a 429 in the client's protocol with
-    ``retry-after`` to its next window. Each request holds a reservation (its body's
-    size and its output cap) until its answer replaces it by the tokens (input, output,
-    cache reads and writes) or cost it used. They count in Redis when ``store`` is
-    Redis (every instance shares them; Redis down: each instance goes on alone from
-    the last totals it saw), else in this process's memory (per worker).
+    ``budgets``: ``Budget(tokens=..., window="1d")`` or ``Budget(usd=..., per="route")``
+    limits checked before any upstream is called (``usage/budgets.py``): a spent one is
+    a 429 in the client's protocol with ``retry-after`` to its next window. They count
+    in Redis when ``store`` is Redis (shared by every instance), else in memory.
     """
 
     def __init__(
@@ -316,10 +310,7 @@ class ProxaiMiddleware:
             await self.lean.aclose()
         await self.stored.aclose()
         await self.context.routing.aclose()
-        if self.context.accounting.ledger is not None:
-            await self.context.accounting.ledger.aclose()
-        if self.context.accounting.budgets is not None:
-            await self.context.accounting.budgets.aclose()
+        await self.context.accounting.aclose()
 
 
 def _has_origin(scope: Scope) -> bool:

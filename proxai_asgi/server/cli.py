@@ -195,6 +195,7 @@ def build_app(
         responses_websocket=server.responses_websocket,
         store=store if store is not None else "off",
         store_secret=secret,
+        budgets=cfg.build_budgets(conf),
         **cfg.admission_options(server),
     )
     return app, server

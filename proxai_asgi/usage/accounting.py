@@ -76,3 +76,9 @@ class Accounting:
             self.metrics.exchange(rec, dropped, routing)
         if self.budgets is not None and hold is not None:
             await self.budgets.settle(hold, rec)
+
+    async def aclose(self) -> None:
+        if self.ledger is not None:
+            await self.ledger.aclose()
+        if self.budgets is not None:
+            await self.budgets.aclose()

@@ -29,7 +29,6 @@ several instances (``store="redis://..."``; keys expire with their window).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import re
@@ -59,6 +58,19 @@ BYTES_PER_TOKEN = 4  # the input estimate: about four characters of JSON per tok
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WINDOW = re.compile(r"(\d+)([smhdw])")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def check_distinct(budgets: Sequence[Budget]) -> None:
+    """Every budget a ``Budget``, no two counting under one key."""
+    seen: dict[str, int] = {}
+    for i, b in enumerate(budgets):
+        if not isinstance(b, Budget):
+            raise TypeError(f"budgets[{i}]: expected a Budget, got {type(b).__name__}")
+        if b.key in seen:
+            raise ValueError(
+                f"budgets[{i}] counts what budgets[{seen[b.key]}] counts: give each a name"
+            )
+        seen[b.key] = i
 
 
 def window_seconds(window: str | float) -> float:
@@ -127,6 +139,8 @@ class Budget:
         unit = "tokens" if self.tokens is not None else "usd"
         key = f"{unit}-{self.per}-{self.seconds:g}s"
         if self.routes:
+            import hashlib  # (not at import: a budget is rare, and hashlib loads OpenSSL)
+
             key += "-" + hashlib.sha256("\n".join(self.routes).encode()).hexdigest()[:12]
         return key
 
@@ -196,15 +210,7 @@ class Budgets:
         clock: Callable[[], float] = time.time,
         prices: PriceTable | None = None,
     ) -> None:
-        seen: dict[str, int] = {}
-        for i, b in enumerate(budgets):
-            if not isinstance(b, Budget):
-                raise TypeError(f"budgets[{i}]: expected a Budget, got {type(b).__name__}")
-            if b.key in seen:
-                raise ValueError(
-                    f"budgets[{i}] counts what budgets[{seen[b.key]}] counts: give each a name"
-                )
-            seen[b.key] = i
+        check_distinct(budgets)
         self.budgets = tuple(budgets)
         self._by_key = {b.key: b for b in budgets}
         self.engine: BudgetEngine = engine if engine is not None else MemoryBudgets()
