@@ -174,9 +174,10 @@ class RedisBudgets:
         for d, u in draws:
             args += [repr(u), _ms(_keep(d, now))]
         keys = self._keys(kept)
-        ok, _ = await self.outage.run(lambda: self._settle(keys=keys, args=args), self.timeout)
-        if not ok and hold.shared:
-            # Redis holds the hold (it lapses there); the use counts here at least.
+        await self.outage.run(lambda: self._settle(keys=keys, args=args), self.timeout)
+        if hold.shared:
+            # The view for an outage counts this instance's use (whether Redis took it
+            # or not: ``floor`` never adds what Redis reports on top).
             for d, u in draws:
                 self.local.counter(d).used += u
 
