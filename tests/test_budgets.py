@@ -369,3 +369,23 @@ def test_the_toml_budgets_become_budgets() -> None:
             cfg.parse({"budgets": [bad]})
     with pytest.raises(cfg.ConfigError, match="give each a name"):
         cfg.parse({"budgets": [{"tokens": 1}, {"tokens": 2}]})
+
+
+def test_the_standalone_servers_toml_budgets_reach_the_middleware(tmp_path: Any) -> None:
+    from proxai_asgi.server.cli import build_app, build_parser
+
+    path = tmp_path / "proxai.toml"
+    path.write_text(
+        '[[budgets]]\ntokens = 5000\nwindow = "1h"\n\n'
+        '[[budgets]]\nusd = 2.5\nper = "route"\nroutes = ["*"]\nhold_ttl = 60\n'
+    )
+    app, _server = build_app(build_parser().parse_args(["--config", str(path)]), {})
+    found = app.context.accounting.budgets
+    assert found is not None and isinstance(found.engine, MemoryBudgets)
+    assert found.budgets == (
+        Budget(tokens=5000, window="1h"),
+        Budget(usd=2.5, per="route", routes=("*",), hold_ttl=60),
+    )
+    assert found.prices is app.context.accounting.prices  # money holds are priced
+    app, _server = build_app(build_parser().parse_args([]), {})
+    assert app.context.accounting.budgets is None
