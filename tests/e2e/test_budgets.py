@@ -235,3 +235,24 @@ async def test_concurrent_requests_near_the_limit_cannot_all_pass(
     statuses = sorted(r.status_code for r in replies)
     assert statuses == [200] * 4 + [429] * 4
     assert len(fake.seen) == 4
+
+
+@INNER
+@pytest.mark.parametrize("how", ["endpoint", "trigger"])
+async def test_a_compactions_summary_request_holds_and_settles_with_its_exchange(
+    es: ExitStack, client: Any, inner: bool, how: str
+) -> None:
+    fake = FakeUpstream().push(codec_answer(CHAT, answer()))
+    engine = MemoryBudgets()
+    budgets = Budgets([Budget(tokens=10 * USED, window="1d")], engine)
+    http = client(Proxy(es, fake, CHAT, inner).app(budgets))
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hello"}]
+    if how == "endpoint":
+        r = await http.post("/v1/responses/compact", json={"model": "m", "input": history})
+    else:
+        history.append({"type": "compaction_trigger"})
+        r = await http.post("/v1/responses", json={"model": "m", "input": history})
+    assert r.status_code == 200, r.text
+    assert len(fake.seen) == 1  # the summary
+    ((_key, counter),) = engine.counters.items()
+    assert (counter.used, counter.held) == (USED, 0)  # no hold left behind
