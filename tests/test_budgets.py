@@ -277,6 +277,7 @@ class FlatPrices(PriceTable):
         if rec.served_model != "m":
             return None, None
         tokens = rec.input_tokens + rec.output_tokens + rec.cache_read_tokens
+        tokens += rec.cache_write_5m_tokens + rec.cache_write_1h_tokens
         return tokens / 1000, self.version
 
 

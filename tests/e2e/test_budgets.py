@@ -25,6 +25,7 @@ from proxai_asgi.usage.budgets import Budgets
 from proxai_asgi.usage.record import UsageRecord
 from tests.helpers.canned import codec_answer
 from tests.helpers.servers import FakeUpstream, Reply, Seen, serve
+from tests.test_budgets import FlatPrices
 
 from .test_errors import assert_shape
 from .test_upstream_errors import GEMINI, client_request
@@ -256,3 +257,21 @@ async def test_a_compactions_summary_request_holds_and_settles_with_its_exchange
     assert len(fake.seen) == 1  # the summary
     ((_key, counter),) = engine.counters.items()
     assert (counter.used, counter.held) == (USED, 0)  # no hold left behind
+
+
+@STREAM
+@INNER
+async def test_a_money_budget_counts_each_answers_cost_from_the_price_table(
+    es: ExitStack, client: Any, inner: bool, stream: bool
+) -> None:
+    fake = FakeUpstream().push(codec_answer(CHAT, answer()))  # $0.50 an answer
+    engine = MemoryBudgets()
+    budgets = Budgets([Budget(usd=1.0, window="30d")], engine)
+    app = Proxy(es, fake, CHAT, inner).app(budgets, prices=FlatPrices())
+    http = client(app)
+    path, body = client_request(ANTHROPIC, stream)
+
+    statuses = [(await http.post(path, json=body)).status_code for _ in range(3)]
+    assert statuses == [200, 200, 429] and len(fake.seen) == 2
+    ((_key, counter),) = engine.counters.items()
+    assert (counter.used, counter.held) == (pytest.approx(1.0), 0)
