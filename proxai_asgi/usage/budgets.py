@@ -56,8 +56,8 @@ Per = Literal["owner", "route", "all"]
 DEFAULT_HOLD_TTL = 900.0  # seconds: longer than any answer takes to stream
 BYTES_PER_TOKEN = 4  # the input estimate: about four characters of JSON per token
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_WINDOW = re.compile(r"(\d+)([smhdw])")
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_WINDOW = r"(\d+)([smhdw])"  # (compiled on first use, by ``re``'s own cache)
+_NAME = r"[A-Za-z0-9_.-]{1,64}"
 
 
 def check_distinct(budgets: Sequence[Budget]) -> None:
@@ -76,7 +76,7 @@ def check_distinct(budgets: Sequence[Budget]) -> None:
 def window_seconds(window: str | float) -> float:
     """``"1d"``, ``"12h"``, ``"30m"``, ``"90s"``, ``"1w"`` or a number of seconds."""
     if isinstance(window, str):
-        found = _WINDOW.fullmatch(window.strip())
+        found = re.fullmatch(_WINDOW, window.strip())
         if found is None:
             raise ValueError(
                 f"window: {window!r} is not a number of seconds or a count of s, m, h, d or w"
@@ -124,7 +124,7 @@ class Budget:
             raise ValueError("hold_ttl: must be more than 0 seconds")
         object.__setattr__(self, "routes", tuple(self.routes))
         object.__setattr__(self, "seconds", window_seconds(self.window))
-        if self.name is not None and not _NAME.fullmatch(self.name):
+        if self.name is not None and not re.fullmatch(_NAME, self.name):
             raise ValueError("name: 1 to 64 letters, digits, '_', '.' or '-'")
 
     @property
