@@ -6,6 +6,7 @@ from proxai_asgi import ProxaiMiddleware, Upstream, Route
 from .errors import ProxyError
 from .middleware import ProxaiMiddleware
 from .routing import Fallback, Route, Upstream
+from .usage.budgets import Budget
 
-__all__ = ["Fallback", "ProxaiMiddleware", "ProxyError", "Route", "Upstream"]
+__all__ = ["Budget", "Fallback", "ProxaiMiddleware", "ProxyError", "Route", "Upstream"]
 __version__ = "0.1.0"

@@ -43,7 +43,7 @@ from .transport.upstream import (
     Send,
 )
 from .usage import Accounting, Ledger, PriceTable, open_ledger
-from .usage.budgets import Budget, open_budgets
+from .usage.budgets import Budget, Budgets, open_budgets
 from .usage.prices import load_prices
 
 if TYPE_CHECKING:
@@ -104,9 +104,9 @@ class ProxaiMiddleware:
     Responses upstream reached with ``api_key``, stored ids are reachable only by
     the client that created them (``stored_claims.py``).
 
-    ``metrics=True`` serves ``GET {prefix}/metrics`` (Prometheus; one scrape sees every
-    ``proxai-asgi --workers`` process) and records the same through a configured
-    OpenTelemetry meter provider; off, ``/metrics`` reaches ``app`` (``metrics/``).
+    The account of every exchange (``docs/observability.md``): ``metrics=True`` serves
+    ``GET {prefix}/metrics`` (``metrics/``); ``ledger`` keeps one record per exchange,
+    priced by ``prices``; ``budgets`` refuse spent owners or routes with a 429 (``usage/``).
     """
 
     def __init__(
@@ -136,7 +136,7 @@ class ProxaiMiddleware:
         metrics: bool | Metrics = False,
         ledger: str | Ledger | None = None,
         prices: str | PriceTable | None = None,
-        budgets: Sequence[Budget] = (),
+        budgets: Sequence[Budget] | Budgets = (),
         cost_header: bool = False,
     ) -> None:
         if (upstream is None) == (not routes):

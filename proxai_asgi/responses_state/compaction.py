@@ -180,6 +180,11 @@ def _generator(ex: Exchange, generate_in: Handler) -> Generate:
         sub = type(ex)(ex.mw, ex.client, ex.scope, ex.receive, capture)
         await generate_in(sub, body)
         ex.upstream, ex.usage = sub.upstream, sub.usage
+        if sub.budget_hold is not None:  # (the sub-exchange is never settled itself)
+            if ex.budget_hold is None:
+                ex.budget_hold = sub.budget_hold
+            else:
+                ex.budget_hold.later.append(sub.budget_hold)
         try:
             answer = decode(bytes(out))
         except ProxyError:

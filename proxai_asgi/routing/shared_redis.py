@@ -91,12 +91,25 @@ def _text(value: bytes | str) -> str:
 
 class _Outage:
     """Whether Redis is used now. A failure marks it down (one warning); while down
-    nothing waits on it: after ``backoff`` one background ping tries it again."""
+    nothing waits on it: after ``backoff`` one background ping tries it again.
+    ``what`` names the shared state in the log lines (the budgets use it too)."""
 
-    def __init__(self, ping: Callable[[], Awaitable[Any]], url: str, backoff: float) -> None:
+    def __init__(
+        self,
+        ping: Callable[[], Awaitable[Any]],
+        url: str,
+        backoff: float,
+        what: str = "routing state",
+    ) -> None:
+        from redis.exceptions import ConnectionError as Closed
+        from redis.exceptions import RedisError
+
         self.ping = ping
         self.url = url
         self.backoff = backoff
+        self.what = what
+        self._errors = (RedisError, OSError)  # (TimeoutError is an OSError)
+        self._closed = Closed
         self.down = False
         self._wait = backoff
         self._retry_at = 0.0
@@ -114,7 +127,8 @@ class _Outage:
             self.down = True
             self._wait = self.backoff
             logger.warning(
-                "routing state: Redis unavailable, using this process's own view (%s: %s)",
+                "%s: Redis unavailable, using this process's own view (%s: %s)",
+                self.what,
                 self.url,
                 type(exc).__name__,
             )
@@ -128,9 +142,27 @@ class _Outage:
             self.failed(exc)
         else:
             self.down = False
-            logger.warning("routing state: Redis %s answers again, sharing routing state", self.url)
+            logger.warning("%s: Redis %s answers again, sharing %s", self.what, self.url, self.what)
         finally:
             self._pinging = None
+
+    async def run(
+        self, work: Callable[[], Awaitable[_T]], timeout: float
+    ) -> tuple[bool, _T | None]:
+        """(True, the answer), or (False, None) when Redis is down."""
+        if not self.usable():
+            return False, None
+        try:
+            async with asyncio.timeout(timeout):
+                try:
+                    return True, await work()
+                except self._closed:
+                    # A pooled connection the server closed (idle timeout, restart):
+                    # once more, on a new one, before calling Redis down.
+                    return True, await work()
+        except self._errors as exc:
+            self.failed(exc)
+            return False, None
 
     async def aclose(self) -> None:
         if self._pinging is not None:
@@ -152,9 +184,6 @@ class RedisRoutingState:
         backoff: float = DEFAULT_BACKOFF,
         local: MemoryRoutingState | None = None,
     ) -> None:
-        from redis.exceptions import ConnectionError as Closed
-        from redis.exceptions import RedisError
-
         self._owns_client = client is None
         if client is None:
             if url is None:
@@ -168,8 +197,6 @@ class RedisRoutingState:
         self.prefix = prefix
         self.timeout = timeout
         self.local = local if local is not None else MemoryRoutingState()
-        self._errors = (RedisError, OSError)  # (TimeoutError is an OSError)
-        self._closed = Closed
         self.outage = _Outage(self._ping, _without_password(url or _client_url(client)), backoff)
         self._cooled = self.redis.register_script(_COOLED)
         self._cool = self.redis.register_script(_COOL)
@@ -182,19 +209,7 @@ class RedisRoutingState:
 
     async def _run(self, work: Callable[[], Awaitable[_T]]) -> tuple[bool, _T | None]:
         """(True, the answer), or (False, None) when Redis is down."""
-        if not self.outage.usable():
-            return False, None
-        try:
-            async with asyncio.timeout(self.timeout):
-                try:
-                    return True, await work()
-                except self._closed:
-                    # A pooled connection the server closed (idle timeout, restart):
-                    # once more, on a new one, before calling Redis down.
-                    return True, await work()
-        except self._errors as exc:
-            self.outage.failed(exc)
-            return False, None
+        return await self.outage.run(work, self.timeout)
 
     def _keys(self, name: str) -> list[str]:
         p = self.prefix

@@ -224,6 +224,7 @@ def build_app(
         store_secret=secret,
         metrics=_metrics(server.metrics),
         ledger=ledger,
+        budgets=cfg.build_budgets(conf),
         **cfg.admission_options(server),
     )
     return app, server

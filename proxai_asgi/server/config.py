@@ -52,6 +52,18 @@ fallbacks = [                # tried in order once "claude" (every key) failed b
 ]
 ```
 
+[[budgets]]                  # limits checked before any upstream is called (a 429 when spent)
+tokens = 2000000             # or usd = 25.0 (exactly one)
+window = "1d"                # fixed windows aligned to the epoch: "1h", "30d", "90s", or seconds
+per = "owner"                # "owner" (each client key), "route" (all clients of a route), "all"
+routes = ["claude-*"]        # the routes' model globs it applies to (unset: every route)
+# name = "daily-tokens"      # names its counters in Redis (unset: made of the above)
+# hold_ttl = 900             # seconds an unsettled reservation counts
+```
+
+Budgets count in Redis when the store is Redis (shared by every instance and worker),
+else in each worker's memory.
+
 With no upstream at all, the built-in demo upstream answers (offline).
 """
 
@@ -69,6 +81,7 @@ import msgspec
 from ..codec import PROTOCOLS, ProtocolName
 from ..routing import Fallback, Route, Upstream
 from ..serving.origins import normalize as normalize_origin
+from ..usage.budgets import Budget, check_distinct
 
 
 class ConfigError(ValueError):
@@ -126,11 +139,22 @@ class RouteConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     fallbacks: list[FallbackConfig] = msgspec.field(default_factory=list)
 
 
+class BudgetConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    tokens: int | None = None
+    usd: float | None = None
+    window: str | float = "1d"
+    per: str = "owner"
+    routes: list[str] = msgspec.field(default_factory=list)
+    name: str | None = None
+    hold_ttl: float | None = None
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     upstreams: list[dict[str, Any]] = msgspec.field(default_factory=list)
     routes: list[RouteConfig] = msgspec.field(default_factory=list)
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
+    budgets: list[BudgetConfig] = msgspec.field(default_factory=list)
 
 
 def parse(data: dict[str, Any]) -> Config:
@@ -176,7 +200,26 @@ def parse(data: dict[str, Any]) -> Config:
                 raise ConfigError(
                     f"routes[{i}].fallbacks[{j}].upstream: no upstream named {f.upstream!r}"
                 )
+    build_budgets(config)  # every value checked now
     return config
+
+
+def build_budgets(config: Config) -> list[Budget]:
+    """The ``[[budgets]]`` tables as ``Budget`` objects."""
+    built = []
+    for i, b in enumerate(config.budgets):
+        options: dict[str, Any] = {f: getattr(b, f) for f in b.__struct_fields__}
+        if options["hold_ttl"] is None:
+            del options["hold_ttl"]
+        try:
+            built.append(Budget(**options))
+        except ValueError as exc:
+            raise ConfigError(f"budgets[{i}]: {exc}") from None
+    try:
+        check_distinct(built)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return built
 
 
 def key_variables(table: dict[str, Any]) -> tuple[str, ...]:

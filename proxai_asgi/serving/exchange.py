@@ -44,7 +44,7 @@ from .key_mask import KeyMask, mask, maskable_key
 
 if TYPE_CHECKING:
     from ..routing.plan import Attempts
-    from ..usage.budgets import Hold
+    from ..usage.holds import Hold
     from .context import Context
 
 logger = logging.getLogger("proxai_asgi")
@@ -406,7 +406,13 @@ async def admit(ex: Exchange, route: Route, body: bytes) -> None:
     """The budgets ``ex`` draws on, before any upstream is called (a 429 when spent)."""
     accounting = ex.mw.accounting
     if accounting.budgets is not None:
-        ex.budget_hold = await accounting.admit(await owner_of(ex), route, body)
+        try:
+            ex.budget_hold = await accounting.admit(await owner_of(ex), route, body, ex.model)
+        except ProxyError as err:
+            # A spent quota, told in the client's own scheme (Claude Code stops on
+            # Anthropic's "rejected"; the SDKs on x-should-retry: false).
+            err.headers = err.headers + ex.client.rate_limit_headers(err.headers, exhausted=True)
+            raise
 
 
 def usage_record(ex: Exchange) -> UsageRecord:

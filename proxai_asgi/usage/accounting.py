@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ..metrics import Metrics
     from ..routing import Route
     from ..routing.plan import Attempts
-    from .budgets import Budgets, Hold
+    from .budgets import Budgets
+    from .holds import Hold
     from .ledger import Ledger
     from .record import UsageRecord
 
@@ -45,6 +46,8 @@ class Accounting:
         self.metrics = metrics
         self.prices = prices if prices is not None else PriceTable.default()
         self.budgets = budgets
+        if budgets is not None and budgets.prices is None:
+            budgets.prices = self.prices  # (a money budget's reservation is priced)
         self.cost_header = cost_header
         self.active = bool(ledger or metrics or budgets or cost_header)
 
@@ -52,12 +55,14 @@ class Accounting:
     def needs_owner(self) -> bool:
         return self.ledger is not None or self.budgets is not None
 
-    async def admit(self, owner: str, route: Route, body: bytes) -> Hold | None:
+    async def admit(
+        self, owner: str, route: Route, body: bytes, model: str | None = None
+    ) -> Hold | None:
         """Before any upstream is called: a hold on the budgets the request draws on,
-        or a 429 ``ProxyError`` when one is spent."""
+        or a 429 ``ProxyError`` when one is spent (``model``: the one asked upstream)."""
         if self.budgets is None:
             return None
-        return await self.budgets.admit(owner, route, body)
+        return await self.budgets.admit(owner, route, body, model)
 
     async def settle(
         self, rec: UsageRecord, dropped: list[str], routing: Attempts | None, hold: Hold | None
@@ -73,8 +78,11 @@ class Accounting:
             await self.budgets.settle(hold, rec)
 
     async def aclose(self) -> None:
-        """The ledger flushed and closed; a worker's metrics files released."""
+        """The ledger flushed and closed, the budgets' engine closed, a worker's metrics
+        files released."""
         if self.ledger is not None:
             await self.ledger.aclose()
+        if self.budgets is not None:
+            await self.budgets.aclose()
         if self.metrics is not None:
             self.metrics.close()
