@@ -42,11 +42,15 @@ KNOWN_OUTPUT_TYPES = frozenset(cls.__struct_config__.tag for cls in get_args(wir
 def usage_in(u: wire.Usage) -> c.Usage:
     cached = u.cache_read_input_tokens or 0
     creation = u.cache_creation_input_tokens or 0
+    by_ttl, tools = u.cache_creation, u.server_tool_use
     return c.Usage(
         input_tokens=(u.input_tokens or 0) + cached + creation,
         output_tokens=u.output_tokens,
         cached_tokens=cached,
         cache_creation_tokens=creation,
+        cache_creation_1h_tokens=by_ttl.ephemeral_1h_input_tokens if by_ttl else 0,
+        # Web fetches have no price of their own: only searches are billed requests.
+        server_tool_requests=tools.web_search_requests if tools else 0,
     )
 
 
@@ -79,12 +83,21 @@ def arguments_json(value: object) -> str:
 
 
 def usage_out(u: c.Usage) -> wire.Usage:
-    return wire.Usage(
+    out = wire.Usage(
         input_tokens=max(0, u.input_tokens - u.cached_tokens - u.cache_creation_tokens),
         output_tokens=u.output_tokens,
         cache_creation_input_tokens=u.cache_creation_tokens,
         cache_read_input_tokens=u.cached_tokens,
     )
+    if u.cache_creation_tokens:
+        write_1h = min(u.cache_creation_1h_tokens, u.cache_creation_tokens)
+        out.cache_creation = wire.CacheCreation(
+            ephemeral_5m_input_tokens=u.cache_creation_tokens - write_1h,
+            ephemeral_1h_input_tokens=write_1h,
+        )
+    if u.server_tool_requests:
+        out.server_tool_use = wire.ServerToolUsage(web_search_requests=u.server_tool_requests)
+    return out
 
 
 def citation_out(x: c.Citation) -> wire.Citation:

@@ -330,6 +330,8 @@ class AnthropicStreamDecoder:
                 if new.cache_read_input_tokens is not None
                 else u.cache_read_input_tokens
             ),
+            cache_creation=new.cache_creation if new.cache_creation else u.cache_creation,
+            server_tool_use=new.server_tool_use if new.server_tool_use else u.server_tool_use,
         )
         return []
 
