@@ -72,6 +72,13 @@ class SessionHint(NamedTuple):
     value: bytes
 
 
+class Relayed(NamedTuple):
+    """What a relayed (same-protocol) answer says it used, read from its bytes."""
+
+    model: str  # the serving model the answer names ("" when it names none)
+    usage: c.Usage
+
+
 class PathCall(msgspec.Struct, frozen=True):
     """What the URL of a path-addressed protocol says (Gemini:
     ``/v1beta/models/{model}:streamGenerateContent``): the model, whether the answer
@@ -304,6 +311,16 @@ class Codec(Protocol):
         """What a relayed stream of this protocol still needs at its end: nothing when
         it reached its terminal event, else the protocol's terminal error (``error``,
         or a default saying the stream ended early), continuing the stream's own ids."""
+        ...
+
+    def relayed_usage(self, body: bytes) -> Relayed | None:
+        """The model and usage of a relayed plain answer (only those fields are
+        decoded); None when the body says none or is no answer."""
+        ...
+
+    def relayed_stream_usage(self, tail: StreamTail) -> Relayed | None:
+        """The same from a relayed stream's ends (its first frame and its last ones:
+        each protocol reports usage at its end)."""
         ...
 
 

@@ -17,7 +17,9 @@ The cost of a record, in USD::
 
 in the ledger's token categories (``record.count_tokens``). An unset cache price is the
 input price (no discount), an unset 1-hour write price is the 5-minute one, an unset
-reasoning price is the output price, an unset per-request price is 0. An entry's
+reasoning price is the output price, an unset per-request price is 0. A record with
+no token counted (no usage known, or a failed exchange, never billed) costs ``None``
+too. An entry's
 ``long_context`` tier (Gemini 2.5 Pro over 200k prompt tokens) replaces the prices it
 names for a request whose prompt (input + cache reads + cache writes) is over its
 ``threshold``.
@@ -172,10 +174,25 @@ class PriceTable:
     def cost(self, rec: UsageRecord) -> tuple[float | None, str | None]:
         """The record's cost in USD and the table's version; (None, None) for a
         model with no price."""
+        if not _counted(rec):
+            return None, None  # no usage known (a relayed Chat stream without one, a failure)
         price = self.lookup(rec.served_model or rec.requested_model)
         if price is None:
             return None, None
         return price.cost(rec), self.version
+
+
+def _counted(rec: UsageRecord) -> bool:
+    """Whether any usage was counted: every answer reads some prompt tokens, so a
+    record with none had no usage to price (0 would claim it was free)."""
+    return bool(
+        rec.input_tokens
+        or rec.output_tokens
+        or rec.cache_read_tokens
+        or rec.cache_write_5m_tokens
+        or rec.cache_write_1h_tokens
+        or rec.server_tool_requests
+    )
 
 
 def _parse_models(table: Mapping[str, Any], where: str) -> dict[str, ModelPrice]:

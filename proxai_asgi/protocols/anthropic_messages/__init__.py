@@ -12,7 +12,7 @@ from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
-from . import epilogue, errors, models, request, response, session
+from . import epilogue, errors, models, relayed, request, response, session
 from .stream import AnthropicStreamDecoder, AnthropicStreamEncoder
 
 ANTHROPIC_VERSION = b"2023-06-01"
@@ -73,6 +73,8 @@ class AnthropicMessagesCodec(BodyAddressed):
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = AnthropicMessagesCodec()

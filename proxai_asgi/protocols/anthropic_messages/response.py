@@ -54,6 +54,27 @@ def usage_in(u: wire.Usage) -> c.Usage:
     )
 
 
+def merge_usage(u: wire.Usage, new: wire.Usage) -> wire.Usage:
+    """``message_delta``'s usage over ``message_start``'s: figures are cumulative, so
+    present ones overwrite and absent ones keep message_start's."""
+    return wire.Usage(
+        input_tokens=new.input_tokens if new.input_tokens is not None else u.input_tokens,
+        output_tokens=new.output_tokens,
+        cache_creation_input_tokens=(
+            new.cache_creation_input_tokens
+            if new.cache_creation_input_tokens is not None
+            else u.cache_creation_input_tokens
+        ),
+        cache_read_input_tokens=(
+            new.cache_read_input_tokens
+            if new.cache_read_input_tokens is not None
+            else u.cache_read_input_tokens
+        ),
+        cache_creation=new.cache_creation if new.cache_creation else u.cache_creation,
+        server_tool_use=new.server_tool_use if new.server_tool_use else u.server_tool_use,
+    )
+
+
 def citations_in(citations: Iterable[wire.Citation] | None) -> list[c.Citation] | None:
     """URL citations only: the one kind every protocol can carry."""
     if not citations:

@@ -409,8 +409,8 @@ class Usage(msgspec.Struct, kw_only=True, gc=False):
     output_tokens: int = 0
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
-    cache_creation: CacheCreation | None | msgspec.UnsetType = msgspec.UNSET
-    server_tool_use: ServerToolUsage | None | msgspec.UnsetType = msgspec.UNSET
+    cache_creation: CacheCreation | msgspec.UnsetType | None = msgspec.UNSET
+    server_tool_use: ServerToolUsage | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class StopDetails(msgspec.Struct, kw_only=True, gc=False):

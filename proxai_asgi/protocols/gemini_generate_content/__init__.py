@@ -14,7 +14,7 @@ from typing import Literal
 
 from ...codec import Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
-from . import epilogue, errors, models, paths, request, response, session
+from . import epilogue, errors, models, paths, relayed, request, response, session
 from .stream import GeminiStreamDecoder, GeminiStreamEncoder
 
 
@@ -71,6 +71,8 @@ class GeminiGenerateContentCodec:
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = GeminiGenerateContentCodec()

@@ -9,7 +9,7 @@ from typing import Literal
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, errors, request, response, session
+from . import epilogue, errors, relayed, request, response, session
 from .errors import decode_openai_error, encode_openai_error
 from .stream import ChatStreamDecoder, ChatStreamEncoder
 
@@ -56,6 +56,8 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = ChatCompletionsCodec()

@@ -9,7 +9,7 @@ from typing import Literal
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, errors, request, response, session
+from . import epilogue, errors, relayed, request, response, session
 from .errors import decode_openai_error, encode_openai_error
 from .resume import resume_encoder
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
@@ -54,6 +54,8 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(resume_encoder)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = ResponsesCodec()

@@ -328,9 +328,9 @@ class ResponsesStreamDecoder:
                 )
             )
         else:
-            search = isinstance(up, w.UpWebSearchCall)
-            self._searches += search
-            item = _UpItem(_IGNORED, up.id if search else None)
+            search = up.id if isinstance(up, w.UpWebSearchCall) else None
+            self._searches += search is not None
+            item = _UpItem(_IGNORED, search)
         self._items[ev.output_index] = item
         if item.item_id:
             self._by_id[item.item_id] = item
