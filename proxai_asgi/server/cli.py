@@ -16,6 +16,7 @@ from ..middleware import ProxaiMiddleware
 from ..routing import Route, Upstream
 from ..store import MemoryStore, open_store
 from ..transport.upstream import Receive, Scope, Send
+from ..usage.prices import load_prices
 from . import config as cfg
 from . import serve_workers
 from .demo import DemoUpstream
@@ -91,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         help="stored Responses: memory (default), off, sqlite:///path, redis://host:port/db "
         "(default $PROXAI_STORE)",
+    )
+    p.add_argument(
+        "--prices",
+        help="a TOML price file over the default price table (default $PROXAI_PRICES)",
+    )
+    p.add_argument(
+        "--cost-header",
+        action="store_true",
+        help="an x-proxai-cost header (USD) on plain successful answers",
     )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     p.add_argument(
@@ -186,9 +196,17 @@ def build_app(
         )
     except (ValueError, ImportError) as exc:
         raise cfg.ConfigError(f"--store (or $PROXAI_STORE, store.url): {exc}") from None
+    prices = args.prices or env.get("PROXAI_PRICES") or conf.prices
+    try:
+        price_table = load_prices(prices)
+    except ValueError as exc:
+        raise cfg.ConfigError(f"--prices (or $PROXAI_PRICES, prices): {exc}") from None
+    cost_header = args.cost_header or server.cost_header or _flag(env.get("PROXAI_COST_HEADER"))
     app = ProxaiMiddleware(
         inner,
         routes=routes,
+        prices=price_table,
+        cost_header=cost_header,
         prefix=server.prefix,
         max_body_size=server.max_body_size,
         lean_http=server.lean_http,
@@ -198,6 +216,10 @@ def build_app(
         **cfg.admission_options(server),
     )
     return app, server
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _cli_keys(names: str, env: dict[str, str], *, pool: bool) -> str | list[str] | None:
