@@ -29,7 +29,7 @@ import pytest
 
 from proxai_asgi import ProxaiMiddleware, Route, Upstream
 from proxai_asgi.usage import MemoryLedger, UsageRecord
-from tests.helpers.captures import capture_names, load
+from tests.helpers.captures import capture_names, load, path_of
 from tests.helpers.servers import serve
 
 CHAT = "openai_chat_completions"
@@ -58,9 +58,12 @@ PRICES: dict[str, tuple[float, float, float, float, float, float] | None] = {
 
 
 class Answer:
-    def __init__(self, name: str, protocol: str, stream: bool, body: bytes, model: str):
+    def __init__(
+        self, name: str, protocol: str, stream: bool, body: bytes, model: str, status: int = 200
+    ):
         self.name, self.protocol, self.stream, self.body = name, protocol, stream, body
         self.model = model  # the model the client asks for
+        self.status = status
 
 
 def _sse_data(body: str) -> Iterator[dict[str, Any]]:
@@ -237,7 +240,8 @@ class Fake:
             pass
         ctype = b"text/event-stream" if self.answer.stream else b"application/json"
         headers = [(b"content-type", ctype)]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        status = self.answer.status
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": self.answer.body})
 
 
@@ -260,7 +264,12 @@ def _request(client: str, model: str, stream: bool) -> tuple[str, dict[str, Any]
     if client == RESPONSES:
         return "/v1/responses", {"model": model, "input": text, "stream": stream}
     if client == ANTHROPIC:
-        return "/v1/messages", {"model": model, "max_tokens": 64, "messages": text, "stream": stream}
+        return "/v1/messages", {
+            "model": model,
+            "max_tokens": 64,
+            "messages": text,
+            "stream": stream,
+        }
     action = "streamGenerateContent?alt=sse" if stream else "generateContent"
     return f"/v1beta/models/{model}:{action}", {
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}]
@@ -315,13 +324,14 @@ def _answer_names() -> list[str]:
     return [*(n for n in capture_names() if "_err_" not in n), *_SYNTHETIC_NAMES]
 
 
-_SYNTHETIC_NAMES = (
-    "synthetic_anthropic_cache_writes",
-    "synthetic_anthropic_sse_cache_writes",
-    "synthetic_chat_reasoning",
-    "synthetic_gemini_long_cached",
-    "synthetic_responses_web_search",
-)
+# Each answer built from a recording (``_synthetic``), and that recording.
+_SYNTHETIC_NAMES = {
+    "synthetic_anthropic_cache_writes": "anthropic_json_cache_read",
+    "synthetic_anthropic_sse_cache_writes": "anthropic_sse_text_basic",
+    "synthetic_chat_reasoning": "chat_json_cached_tokens",
+    "synthetic_gemini_long_cached": "gemini_json_thinking",
+    "synthetic_responses_web_search": "responses_json_text_basic",
+}
 
 
 @pytest.mark.parametrize("transport", ["http", "inner"])
@@ -329,6 +339,7 @@ _SYNTHETIC_NAMES = (
 def test_a_recorded_answer_costs_its_hand_computed_price_through_every_client_protocol(
     name: str, transport: str, upstream_url: str
 ) -> None:
+    path_of(_SYNTHETIC_NAMES.get(name, name))
     answer = _all()[name]
     FAKE.answer = answer
     model, expected = _provider_usage(answer)
@@ -346,3 +357,66 @@ def test_a_recorded_answer_costs_its_hand_computed_price_through_every_client_pr
             assert rec.price_version
         costs[client] = rec.cost_usd
     assert len(set(costs.values())) == 1, costs  # the same answer costs the same
+
+
+# ------------------------------------------------------------------ the cost header
+
+
+def _with_cost_header(
+    name: str, client: str, transport: str, url: str, *, on: bool = True
+) -> httpx.Response:
+    FAKE.answer = _all()[name]
+    r, _ = asyncio.run(_exchange(FAKE.answer, client, transport, url, cost_header=on))
+    return r
+
+
+@pytest.mark.parametrize(
+    ("transport", "client"),
+    [("http", ANTHROPIC), ("http", CHAT), ("inner", CHAT), ("inner", GEMINI)],
+)
+def test_a_plain_answer_carries_its_cost_in_a_header(
+    transport: str, client: str, upstream_url: str
+) -> None:
+    """Pass-through (an Anthropic client) and translated, over both transports."""
+    r = _with_cost_header("anthropic_json_cache_read", client, transport, upstream_url)
+    assert r.status_code == 200
+    # 12 input, 4167 cache reads, 350 output at Claude Sonnet 4's prices
+    assert r.headers["x-proxai-cost"] == "0.0065361"
+    assert float(r.headers["x-proxai-cost"]) == pytest.approx(
+        (12 * 3.0 + 4167 * 0.30 + 350 * 15.0) / 1e6
+    )
+
+
+def test_a_pass_through_to_a_wrapped_app_cannot_carry_the_header(upstream_url: str) -> None:
+    """The wrapped app as the only target relays its headers before its body."""
+    r = _with_cost_header("anthropic_json_cache_read", ANTHROPIC, "inner", upstream_url)
+    assert r.status_code == 200 and "x-proxai-cost" not in r.headers
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+@pytest.mark.parametrize("client", [ANTHROPIC, CHAT])
+def test_a_stream_never_carries_the_cost_header(
+    transport: str, client: str, upstream_url: str
+) -> None:
+    r = _with_cost_header("anthropic_sse_text_basic", client, transport, upstream_url)
+    assert r.status_code == 200 and "x-proxai-cost" not in r.headers
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_the_cost_header_is_absent_when_off(transport: str, upstream_url: str) -> None:
+    r = _with_cost_header("anthropic_json_cache_read", CHAT, transport, upstream_url, on=False)
+    assert r.status_code == 200 and "x-proxai-cost" not in r.headers
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+@pytest.mark.parametrize("client", [ANTHROPIC, CHAT])
+def test_an_error_answer_never_carries_the_cost_header(
+    transport: str, client: str, upstream_url: str
+) -> None:
+    cap = load("anthropic_err_400_invalid_request")
+    body = cap["response"]["body"]
+    raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    FAKE.answer = Answer("err", ANTHROPIC, False, raw, "claude-sonnet-4-5", status=400)
+    r, rec = asyncio.run(_exchange(FAKE.answer, client, transport, upstream_url, cost_header=True))
+    assert r.status_code == 400 and "x-proxai-cost" not in r.headers
+    assert rec.cost_usd is None and rec.status == 400
