@@ -420,3 +420,19 @@ def test_an_error_answer_never_carries_the_cost_header(
     r, rec = asyncio.run(_exchange(FAKE.answer, client, transport, upstream_url, cost_header=True))
     assert r.status_code == 400 and "x-proxai-cost" not in r.headers
     assert rec.cost_usd is None and rec.status == 400
+
+
+@pytest.mark.parametrize("transport", ["http", "inner"])
+def test_a_relayed_chat_stream_without_usage_costs_none_not_zero(
+    transport: str, upstream_url: str
+) -> None:
+    """A Chat client that did not ask for ``include_usage`` gets no usage chunk, so
+    the relayed answer says nothing of its usage: its record is unpriced."""
+    body = load("chat_sse_text_basic_include_usage")["response"]["body"]
+    frames = [f for f in body.split("\n\n") if '"usage"' not in f]
+    answer = Answer("no_usage", CHAT, True, "\n\n".join(frames).encode(), "gpt-4o")
+    FAKE.answer = answer
+    r, rec = asyncio.run(_exchange(answer, CHAT, transport, upstream_url))
+    assert r.status_code == 200 and rec.status == 200
+    assert rec.input_tokens == rec.output_tokens == 0
+    assert rec.cost_usd is None and rec.price_version is None
