@@ -429,7 +429,7 @@ def test_a_relayed_chat_stream_without_usage_costs_none_not_zero(
     """A Chat client that did not ask for ``include_usage`` gets no usage chunk, so
     the relayed answer says nothing of its usage: its record is unpriced."""
     body = load("chat_sse_text_basic_include_usage")["response"]["body"]
-    frames = [f for f in body.split("\n\n") if '"usage"' not in f]
+    frames = [f for f in body.split("\n\n") if '"usage":{' not in f]
     answer = Answer("no_usage", CHAT, True, "\n\n".join(frames).encode(), "gpt-4o")
     FAKE.answer = answer
     r, rec = asyncio.run(_exchange(answer, CHAT, transport, upstream_url))
