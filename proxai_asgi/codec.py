@@ -186,6 +186,9 @@ class Codec(Protocol):
     # the upstream speaks another protocol.
     serves_websocket: bool
     stateful: bool
+    # How much of a relayed stream's end accounting keeps to read its usage from
+    # (``relayed_stream_usage``): the whole of its last frame that carries usage.
+    usage_tail_bytes: int
     # Client side: headers this protocol's clients send that name their session
     # (conversation), most specific first; routing keeps a session on one key and
     # target (``routing.affinity``).

@@ -19,8 +19,9 @@ from .sse import SSEDecoder, SSEEvent
 TAIL_BYTES = 16 * 1024  # enough for the largest terminal frame we need to read whole
 HEAD_BYTES = 64 * 1024  # the first frame (a Responses snapshot) is rarely over 4 KB
 # With accounting on, the usage is read from the last frames too, and a Responses
-# stream's last one (``response.completed``) repeats the whole answer: kept up to this.
-# The chunks are the relayed ones, held a little longer, not copies.
+# stream's last one (``response.completed``) repeats the whole answer: its tail is kept
+# up to this (``Codec.usage_tail_bytes``). The chunks are the relayed ones, held a
+# little longer, not copies.
 USAGE_TAIL_BYTES = 2 * 1024 * 1024
 
 

@@ -17,7 +17,8 @@ from the app's ``send``; neither knows the other exists.
 
 With accounting on (``on_usage``), the answer's model and usage are read from its
 bytes once it ended (``Codec.relayed_usage``, ``Codec.relayed_stream_usage``): a plain
-body is kept until its end, a stream's tail is kept longer.
+body is kept until its end, a stream's tail as long as its protocol needs
+(``Codec.usage_tail_bytes``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import msgspec
 
 from ..codec import Codec, Relayed
 from ..errors import ProxyError, ResponseAborted
-from ..stream_tail import TAIL_BYTES, USAGE_TAIL_BYTES, StreamTail
+from ..stream_tail import TAIL_BYTES, StreamTail
 from ..transport.upstream import RawHeaders, client_headers_from_upstream
 
 MAX_ERROR_BODY = 1024 * 1024
@@ -103,7 +104,8 @@ class PassthroughRelay:
             return
         ctype = _header(headers, b"content-type") or b""
         if ctype.split(b";", 1)[0].strip().lower() == b"text/event-stream":
-            self._tail = StreamTail(USAGE_TAIL_BYTES if self._on_usage else TAIL_BYTES)
+            on = self._on_usage is not None
+            self._tail = StreamTail(self._codec.usage_tail_bytes if on else TAIL_BYTES)
         else:
             length = _header(headers, b"content-length")
             self._expected = int(length) if length is not None and length.isdigit() else None

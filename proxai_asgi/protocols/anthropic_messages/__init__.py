@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
 from . import epilogue, errors, models, relayed, request, response, session
 from .stream import AnthropicStreamDecoder, AnthropicStreamEncoder
@@ -36,6 +37,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    usage_tail_bytes: int = TAIL_BYTES
     session_headers: tuple[bytes, ...] = session.HEADERS
     session_hint = staticmethod(session.session_hint)
     # Anthropic continues a final assistant turn (some newest models reject it:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
 from . import epilogue, errors, relayed, request, response, session
@@ -24,6 +25,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    usage_tail_bytes: int = TAIL_BYTES
     session_hint = staticmethod(session.session_hint)  # headers: the family's
     # A final assistant message is continued by some Chat servers (vLLM asked with
     # ``continue_final_message``, llama.cpp) and answered anew by others (OpenAI,
