@@ -72,6 +72,13 @@ class SessionHint(NamedTuple):
     value: bytes
 
 
+class Relayed(NamedTuple):
+    """What a relayed (same-protocol) answer says it used, read from its bytes."""
+
+    model: str  # the serving model the answer names ("" when it names none)
+    usage: c.Usage
+
+
 class PathCall(msgspec.Struct, frozen=True):
     """What the URL of a path-addressed protocol says (Gemini:
     ``/v1beta/models/{model}:streamGenerateContent``): the model, whether the answer
@@ -181,6 +188,9 @@ class Codec(Protocol):
     # the upstream speaks another protocol.
     serves_websocket: bool
     stateful: bool
+    # How much of a relayed stream's end accounting keeps to read its usage from
+    # (``relayed_stream_usage``): the whole of its last frame that carries usage.
+    usage_tail_bytes: int
     # Client side: headers this protocol's clients send that name their session
     # (conversation), most specific first; routing keeps a session on one key and
     # target (``routing.affinity``).
@@ -306,6 +316,16 @@ class Codec(Protocol):
         """What a relayed stream of this protocol still needs at its end: nothing when
         it reached its terminal event, else the protocol's terminal error (``error``,
         or a default saying the stream ended early), continuing the stream's own ids."""
+        ...
+
+    def relayed_usage(self, body: bytes) -> Relayed | None:
+        """The model and usage of a relayed plain answer (only those fields are
+        decoded); None when the body says none or is no answer."""
+        ...
+
+    def relayed_stream_usage(self, tail: StreamTail) -> Relayed | None:
+        """The same from a relayed stream's ends (its first frame and its last ones:
+        each protocol reports usage at its end)."""
         ...
 
 

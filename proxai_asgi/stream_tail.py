@@ -18,12 +18,18 @@ from .sse import SSEDecoder, SSEEvent
 
 TAIL_BYTES = 16 * 1024  # enough for the largest terminal frame we need to read whole
 HEAD_BYTES = 64 * 1024  # the first frame (a Responses snapshot) is rarely over 4 KB
+# With accounting on, the usage is read from the last frames too, and a Responses
+# stream's last one (``response.completed``) repeats the whole answer: its tail is kept
+# up to this (``Codec.usage_tail_bytes``). The chunks are the relayed ones, held a
+# little longer, not copies.
+USAGE_TAIL_BYTES = 2 * 1024 * 1024
 
 
 class StreamTail:
-    __slots__ = ("_chunks", "_frames", "_head", "_head_done", "_size", "_trimmed")
+    __slots__ = ("_chunks", "_frames", "_head", "_head_done", "_keep", "_size", "_trimmed")
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int = TAIL_BYTES) -> None:
+        self._keep = keep
         self._chunks: deque[bytes] = deque()
         self._size = 0
         self._trimmed = False  # the tail no longer starts where the stream did
@@ -41,7 +47,7 @@ class StreamTail:
         chunks = self._chunks
         chunks.append(chunk)
         self._size += len(chunk)
-        while len(chunks) > 1 and self._size - len(chunks[0]) >= TAIL_BYTES:
+        while len(chunks) > 1 and self._size - len(chunks[0]) >= self._keep:
             self._size -= len(chunks.popleft())
             self._trimmed = True
 

@@ -21,6 +21,7 @@ from ..routing import Route, Upstream
 from ..store import MemoryStore, open_store
 from ..transport.upstream import Receive, Scope, Send
 from ..usage.ledger import open_ledger
+from ..usage.prices import load_prices
 from . import config as cfg
 from . import serve_workers, usage_cli
 from .demo import DemoUpstream
@@ -110,6 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--ledger",
         help="usage ledger, one record per exchange: sqlite:///path or "
         "postgresql://user@host/db (default $PROXAI_LEDGER, server.ledger; none)",
+    )
+    p.add_argument(
+        "--prices",
+        help="a TOML price file over the default price table (default $PROXAI_PRICES)",
+    )
+    p.add_argument(
+        "--cost-header",
+        action="store_true",
+        help="an x-proxai-cost header (USD) on plain successful answers",
     )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     p.add_argument(
@@ -213,9 +223,17 @@ def build_app(
         ledger = open_ledger(server.ledger)
     except ValueError as exc:
         raise cfg.ConfigError(f"--ledger (or $PROXAI_LEDGER, server.ledger): {exc}") from None
+    prices = args.prices or env.get("PROXAI_PRICES") or conf.prices
+    try:
+        price_table = load_prices(prices)
+    except ValueError as exc:
+        raise cfg.ConfigError(f"--prices (or $PROXAI_PRICES, prices): {exc}") from None
+    cost_header = args.cost_header or server.cost_header or _flag(env.get("PROXAI_COST_HEADER"))
     app = ProxaiMiddleware(
         inner,
         routes=routes,
+        prices=price_table,
+        cost_header=cost_header,
         prefix=server.prefix,
         max_body_size=server.max_body_size,
         lean_http=server.lean_http,
@@ -234,6 +252,10 @@ def _metrics(on: bool) -> bool:
     if on and importlib.util.find_spec("prometheus_client") is None:
         raise cfg.ConfigError("--metrics needs prometheus_client: pip install proxai-asgi[metrics]")
     return on
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _cli_keys(names: str, env: dict[str, str], *, pool: bool) -> str | list[str] | None:

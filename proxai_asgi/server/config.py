@@ -16,6 +16,7 @@ websocket_idle_timeout = 300 # close a Responses WebSocket idle this long (secon
 websocket_max_connections = 256  # open Responses WebSockets per process; more get a 503
 # websocket_max_history = 33554432  # bytes a connection keeps of its last response
 # ledger = "sqlite:////var/lib/proxai/usage.db"  # usage ledger ($PROXAI_LEDGER): or postgresql://...
+cost_header = false          # x-proxai-cost (USD) on plain successful answers
 
 [store]                      # stored Responses (previous_response_id, retrieve, delete)
 url = "memory"               # "off", "sqlite:////var/lib/proxai/responses.db", "redis://host:6379/0"
@@ -23,6 +24,9 @@ secret_env = "PROXAI_STORE_SECRET"  # owner-hash key (unset: SQLite/Redis keep t
 ttl = 2592000                # seconds since last use (30 days)
 max_entries = 10000          # memory and SQLite
 max_bytes = 268435456        # memory
+
+prices = "prices.toml"        # the price table's overrides (or a [prices] table of the
+                             # same shape; see proxai_asgi/usage/prices.py); unset: default
 
 [[upstreams]]
 name = "claude"
@@ -82,6 +86,7 @@ from ..codec import PROTOCOLS, ProtocolName
 from ..routing import Fallback, Route, Upstream
 from ..serving.origins import normalize as normalize_origin
 from ..usage.budgets import Budget, check_distinct
+from ..usage.prices import load_prices
 
 
 class ConfigError(ValueError):
@@ -107,6 +112,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     websocket_max_connections: int = 256
     websocket_max_history: int | None = None  # None: max_body_size
     ledger: str | None = None  # the usage ledger's URL (``ProxaiMiddleware(ledger=)``)
+    cost_header: bool = False  # x-proxai-cost (USD) on plain answers ($PROXAI_COST_HEADER)
 
 
 # Keys of an ``[[upstreams]]`` table besides ``Upstream``'s own fields.
@@ -155,6 +161,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     routes: list[RouteConfig] = msgspec.field(default_factory=list)
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
     budgets: list[BudgetConfig] = msgspec.field(default_factory=list)
+    # The price table: a TOML price file's path, or the same as a [prices] table
+    # (``usage.prices`` documents the format); unset: the default table.
+    prices: str | dict[str, Any] | None = None
 
 
 def parse(data: dict[str, Any]) -> Config:
@@ -192,6 +201,11 @@ def parse(data: dict[str, Any]) -> Config:
         raise ConfigError(
             f"store.url: {st.url!r} is not memory, off, sqlite:///path or redis://host:port/db"
         )
+    if config.prices is not None:
+        try:
+            load_prices(config.prices)
+        except ValueError as exc:
+            raise ConfigError(f"prices: {exc}") from None
     for i, r in enumerate(config.routes):
         if r.upstream not in names:
             raise ConfigError(f"routes[{i}].upstream: no upstream named {r.upstream!r}")

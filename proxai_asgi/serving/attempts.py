@@ -31,9 +31,10 @@ from ..sse import SSEDecoder
 from ..transport.pumping import pump
 from ..transport.upstream import RawHeaders, UpstreamResponse, client_headers_from_upstream
 from . import continuing
+from .exchange import cost_headers, usage_sink
 from .failover import Failed, Race
 from .model_rewrite import rewrite_model
-from .passthrough import PassthroughRelay
+from .passthrough import PassthroughRelay, relayed_usage
 
 if TYPE_CHECKING:
     from ..routing import Upstream
@@ -167,6 +168,10 @@ async def _relay(race: Race, target: Target) -> Failed | None:
                 raise ProxyError(502, "upstream answer is not JSON", kind="bad_gateway")
             if not race.claim(target):
                 return None
+            sink = usage_sink(ex)
+            if sink is not None:
+                sink(relayed_usage(ex.client, resp.headers, data))
+                headers = [*headers, *cost_headers(ex)]
             await _replay(ex, target, resp.status, headers, data)()
             return None
         preamble = Preamble(ex.client)
@@ -187,7 +192,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         if not race.claim(target):
             return None
         ex.upstream = up
-        relay = PassthroughRelay(ex.client, ex.start, ex.body)
+        relay = PassthroughRelay(ex.client, ex.start, ex.body, usage_sink(ex))
         await relay.start(resp.status, headers)
         kept = continuing.Kept(MAX_KEPT_STREAM)
         # Only whole frames reach the client, so that a continuation can follow the
@@ -346,7 +351,7 @@ async def _whole(
     ex.upstream = up
     ex.dropped = translation.dropped
     ex.usage, ex.response_model = response.usage, response.model
-    await ex.json(200, out, ex.translation_headers(resp))
+    await ex.json(200, out, [*ex.translation_headers(resp), *cost_headers(ex)])
     return None
 
 

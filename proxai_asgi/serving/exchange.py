@@ -23,7 +23,7 @@ import msgspec
 from .. import canonical as c
 from .. import checks
 from ..client_values import check_model, check_model_segment, check_query_key, loggable
-from ..codec import Codec, PathCall, RequestHead
+from ..codec import Codec, PathCall, Relayed, RequestHead
 from ..errors import ProxyError, ResponseAborted
 from ..responses_state import stored_claims, stored_responses
 from ..routing import Route, Upstream
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("proxai_asgi")
 
 DROPPED_HEADER = b"x-proxai-dropped-fields"
+COST_HEADER = b"x-proxai-cost"  # USD, on plain answers when ``cost_header=True``
 JSON_HEADER = (b"content-type", b"application/json")
 _head_decoder = msgspec.json.Decoder(RequestHead)
 # Bodies the providers refuse by their label, whatever they hold (no label: JSON).
@@ -415,8 +416,38 @@ async def admit(ex: Exchange, route: Route, body: bytes) -> None:
             raise
 
 
-def usage_record(ex: Exchange) -> UsageRecord:
-    """The exchange's ledger record (unpriced)."""
+def usage_sink(ex: Exchange) -> Callable[[Relayed | None], None] | None:
+    """With accounting on, where a relayed answer's model and usage go (a relay
+    otherwise does not read them: it costs a decode)."""
+    if not ex.mw.accounting.active:
+        return None
+
+    def sink(relayed: Relayed | None) -> None:
+        if relayed is not None:
+            ex.usage = relayed.usage
+            ex.response_model = relayed.model or ex.response_model
+
+    return sink
+
+
+def cost_headers(ex: Exchange) -> RawHeaders:
+    """``x-proxai-cost`` for a successful plain answer whose usage is known before its
+    headers go (``cost_header=True``). A stream's usage comes at its end, after its
+    headers, and so does a wrapped app's as the route's only target (``relaying``:
+    its headers are relayed before its body): those never carry it (their ledger
+    records do)."""
+    accounting = ex.mw.accounting
+    if not accounting.cost_header or ex.usage is None:
+        return []
+    usd, _ = accounting.prices.cost(usage_record(ex, status=200))
+    if usd is None:
+        return []
+    return [(COST_HEADER, (f"{usd:.10f}".rstrip("0").rstrip(".") or "0").encode())]
+
+
+def usage_record(ex: Exchange, status: int | None = None) -> UsageRecord:
+    """The exchange's ledger record (unpriced); ``status``: the one about to be sent."""
+    status = ex.status if status is None else status
     routed = ex.routing
     served = routed.served_by if routed is not None else None
     up = served.upstream if served is not None else ex.upstream
@@ -431,14 +462,14 @@ def usage_record(ex: Exchange) -> UsageRecord:
         upstream_protocol=up.protocol if up is not None else None,
         requested_model=ex.requested_model,
         served_model=ex.response_model,
-        status=ex.status,
+        status=status,
     )
     rec.stream = ex.stream
     rec.attempts = routed.count if routed is not None else (1 if up is not None else 0)
     rec.fallback_index = served.fallback_index if served is not None else None
     rec.ttft_ms = ex.ttfb * 1000 if ex.ttfb is not None and ex.stream else None
     rec.duration_ms = (time.perf_counter() - ex.t0) * 1000
-    if ex.usage is not None and 200 <= ex.status < 300:
+    if ex.usage is not None and 200 <= status < 300:
         # Failed attempts and failed exchanges are recorded, never billed.
         count_tokens(rec, ex.usage)
     return rec

@@ -14,24 +14,48 @@ is ours to get right:
 
 The HTTP transport feeds this from the upstream response, the wrapped-app transport
 from the app's ``send``; neither knows the other exists.
+
+With accounting on (``on_usage``), the answer's model and usage are read from its
+bytes once it ended (``Codec.relayed_usage``, ``Codec.relayed_stream_usage``): a plain
+body is kept until its end, a stream's tail as long as its protocol needs
+(``Codec.usage_tail_bytes``).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from ..codec import Codec
+from ..codec import Codec, Relayed
 from ..errors import ProxyError, ResponseAborted
-from ..stream_tail import StreamTail
+from ..stream_tail import TAIL_BYTES, StreamTail
 from ..transport.upstream import RawHeaders, client_headers_from_upstream
 
 MAX_ERROR_BODY = 1024 * 1024
+MAX_ACCOUNTED_BODY = 64 * 1024 * 1024  # a longer plain answer is relayed unread
 _JSON = (b"content-type", b"application/json")
 
 Start = Callable[[int, RawHeaders], Awaitable[None]]
 Body = Callable[[bytes, bool], Awaitable[None]]
+OnUsage = Callable[[Relayed | None], None]
+
+
+def relayed_usage(codec: Codec, headers: RawHeaders, body: bytes) -> Relayed | None:
+    """The model and usage of a relayed plain answer. A pass-through keeps the body's
+    content-encoding: gzip and deflate are read through; another coding reads as no
+    usage."""
+    coding = (_header(headers, b"content-encoding") or b"").strip().lower()
+    if coding in (b"gzip", b"x-gzip", b"deflate"):
+        try:  # wbits 47: a zlib or gzip header, whichever it has
+            inflater = zlib.decompressobj(47 if coding != b"deflate" else 15)
+            body = inflater.decompress(body, MAX_ACCOUNTED_BODY)
+        except zlib.error:
+            return None
+    elif coding not in (b"", b"identity"):
+        return None
+    return codec.relayed_usage(body)
 
 
 def _header(headers: RawHeaders, name: bytes) -> bytes | None:
@@ -48,6 +72,8 @@ class PassthroughRelay:
         "_error_body",
         "_expected",
         "_headers",
+        "_on_usage",
+        "_plain",
         "_received",
         "_start",
         "_status",
@@ -55,8 +81,12 @@ class PassthroughRelay:
         "started",
     )
 
-    def __init__(self, codec: Codec, start: Start, body: Body) -> None:
+    def __init__(
+        self, codec: Codec, start: Start, body: Body, on_usage: OnUsage | None = None
+    ) -> None:
         self._codec = codec
+        self._on_usage = on_usage  # accounting: told the answer's usage at its end
+        self._plain: bytearray | None = None  # a plain body kept for its usage
         self._start = start
         self._body = body
         self._status = 0
@@ -74,10 +104,13 @@ class PassthroughRelay:
             return
         ctype = _header(headers, b"content-type") or b""
         if ctype.split(b";", 1)[0].strip().lower() == b"text/event-stream":
-            self._tail = StreamTail()
+            on = self._on_usage is not None
+            self._tail = StreamTail(self._codec.usage_tail_bytes if on else TAIL_BYTES)
         else:
             length = _header(headers, b"content-length")
             self._expected = int(length) if length is not None and length.isdigit() else None
+            if self._on_usage is not None:
+                self._plain = bytearray()
         await self._send_start(status, headers)
 
     async def chunk(self, data: bytes) -> None:
@@ -92,6 +125,10 @@ class PassthroughRelay:
             self._tail.feed(data)
         else:
             self._received += len(data)
+            if self._plain is not None:
+                self._plain += data
+                if len(self._plain) > MAX_ACCOUNTED_BODY:
+                    self._plain = None
         await self._body(data, True)
 
     def complete(self) -> bool:
@@ -111,12 +148,16 @@ class PassthroughRelay:
             await self._finish_error(bytes(self._error_body))
             return
         if self._tail is not None:
+            if self._on_usage is not None:
+                self._on_usage(self._codec.relayed_stream_usage(self._tail))
             await self._body(self._codec.stream_epilogue(self._tail, None), False)
             return
         if self._expected is not None and self._received < self._expected:
             raise ResponseAborted(
                 f"upstream body ended after {self._received} of {self._expected} bytes"
             )
+        if self._on_usage is not None and self._plain is not None:
+            self._on_usage(relayed_usage(self._codec, self._headers, bytes(self._plain)))
         await self._body(b"", False)
 
     async def fail(self, err: ProxyError) -> None:

@@ -11,14 +11,14 @@ import logging
 
 from ..errors import ProxyError, ResponseAborted
 from ..transport.upstream import Message, without_contradicted_length
-from .exchange import Exchange
+from .exchange import Exchange, usage_sink
 from .passthrough import PassthroughRelay
 
 logger = logging.getLogger("proxai_asgi")
 
 
 def _relay(ex: Exchange) -> PassthroughRelay:
-    return PassthroughRelay(ex.client, ex.start, ex.body)
+    return PassthroughRelay(ex.client, ex.start, ex.body, usage_sink(ex))
 
 
 async def relay_inner(ex: Exchange, body: bytes) -> None:

@@ -192,10 +192,8 @@ async def test_the_tokens_an_answer_used_are_what_its_budget_counts(
     assert r.status_code == 429 and len(fake.seen) == 2
 
 
-# The pass-through relay (one protocol on both sides) reads no usage from the bytes it
-# forwards yet (``ex.usage`` stays None), so its answers count nothing: strict, so that
-# this test says so when the relay learns it.
-@pytest.mark.xfail(strict=True, reason="pass-through answers record no usage yet")
+# The pass-through relay (one protocol on both sides) reads the usage from the bytes it
+# forwards (``Codec.relayed_usage``), so a relayed answer counts like a translated one.
 @STREAM
 @INNER
 @pytest.mark.parametrize("client_protocol", CLIENTS)

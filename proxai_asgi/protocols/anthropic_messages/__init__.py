@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
-from . import epilogue, errors, models, request, response, session
+from . import epilogue, errors, models, relayed, request, response, session
 from .stream import AnthropicStreamDecoder, AnthropicStreamEncoder
 
 ANTHROPIC_VERSION = b"2023-06-01"
@@ -37,6 +38,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    usage_tail_bytes: int = TAIL_BYTES
     session_headers: tuple[bytes, ...] = session.HEADERS
     session_hint = staticmethod(session.session_hint)
     # Anthropic continues a final assistant turn (some newest models reject it:
@@ -74,6 +76,8 @@ class AnthropicMessagesCodec(BodyAddressed):
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = AnthropicMessagesCodec()

@@ -42,11 +42,36 @@ KNOWN_OUTPUT_TYPES = frozenset(cls.__struct_config__.tag for cls in get_args(wir
 def usage_in(u: wire.Usage) -> c.Usage:
     cached = u.cache_read_input_tokens or 0
     creation = u.cache_creation_input_tokens or 0
+    by_ttl, tools = u.cache_creation, u.server_tool_use
     return c.Usage(
         input_tokens=(u.input_tokens or 0) + cached + creation,
         output_tokens=u.output_tokens,
         cached_tokens=cached,
         cache_creation_tokens=creation,
+        cache_creation_1h_tokens=by_ttl.ephemeral_1h_input_tokens if by_ttl else 0,
+        # Web fetches have no price of their own: only searches are billed requests.
+        server_tool_requests=tools.web_search_requests if tools else 0,
+    )
+
+
+def merge_usage(u: wire.Usage, new: wire.Usage) -> wire.Usage:
+    """``message_delta``'s usage over ``message_start``'s: figures are cumulative, so
+    present ones overwrite and absent ones keep message_start's."""
+    return wire.Usage(
+        input_tokens=new.input_tokens if new.input_tokens is not None else u.input_tokens,
+        output_tokens=new.output_tokens,
+        cache_creation_input_tokens=(
+            new.cache_creation_input_tokens
+            if new.cache_creation_input_tokens is not None
+            else u.cache_creation_input_tokens
+        ),
+        cache_read_input_tokens=(
+            new.cache_read_input_tokens
+            if new.cache_read_input_tokens is not None
+            else u.cache_read_input_tokens
+        ),
+        cache_creation=new.cache_creation if new.cache_creation else u.cache_creation,
+        server_tool_use=new.server_tool_use if new.server_tool_use else u.server_tool_use,
     )
 
 
@@ -79,12 +104,21 @@ def arguments_json(value: object) -> str:
 
 
 def usage_out(u: c.Usage) -> wire.Usage:
-    return wire.Usage(
+    out = wire.Usage(
         input_tokens=max(0, u.input_tokens - u.cached_tokens - u.cache_creation_tokens),
         output_tokens=u.output_tokens,
         cache_creation_input_tokens=u.cache_creation_tokens,
         cache_read_input_tokens=u.cached_tokens,
     )
+    if u.cache_creation_tokens:
+        write_1h = min(u.cache_creation_1h_tokens, u.cache_creation_tokens)
+        out.cache_creation = wire.CacheCreation(
+            ephemeral_5m_input_tokens=u.cache_creation_tokens - write_1h,
+            ephemeral_1h_input_tokens=write_1h,
+        )
+    if u.server_tool_requests:
+        out.server_tool_use = wire.ServerToolUsage(web_search_requests=u.server_tool_requests)
+    return out
 
 
 def citation_out(x: c.Citation) -> wire.Citation:

@@ -50,6 +50,7 @@ from .response import (
     client_tool_id,
     custom_tool_input,
     final_stop,
+    merge_usage,
     stop_from_anthropic,
     usage_in,
     usage_out,
@@ -315,22 +316,7 @@ class AnthropicStreamDecoder:
         self._stop_sequence = d.stop_sequence or self._stop_sequence
         if d.stop_details is not None and d.stop_details.explanation:
             self._explanation = d.stop_details.explanation
-        u, new = self._usage, ev.usage
-        # Figures are cumulative: present ones overwrite, absent ones keep message_start's.
-        self._usage = wire.Usage(
-            input_tokens=new.input_tokens if new.input_tokens is not None else u.input_tokens,
-            output_tokens=new.output_tokens,
-            cache_creation_input_tokens=(
-                new.cache_creation_input_tokens
-                if new.cache_creation_input_tokens is not None
-                else u.cache_creation_input_tokens
-            ),
-            cache_read_input_tokens=(
-                new.cache_read_input_tokens
-                if new.cache_read_input_tokens is not None
-                else u.cache_read_input_tokens
-            ),
-        )
+        self._usage = merge_usage(self._usage, ev.usage)
         return []
 
     def _on_message_stop(self, ev: wire.MessageStopEvent) -> list[c.StreamEvent]:

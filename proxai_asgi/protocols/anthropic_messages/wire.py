@@ -388,14 +388,29 @@ class ClientRequest(ClientMessagesRequest, kw_only=True, forbid_unknown_fields=T
 # ----------------------------------------------------------------- response
 
 
+class CacheCreation(msgspec.Struct, kw_only=True, gc=False):
+    """The cache writes by lifetime (priced apart)."""
+
+    ephemeral_5m_input_tokens: int = 0
+    ephemeral_1h_input_tokens: int = 0
+
+
+class ServerToolUsage(msgspec.Struct, kw_only=True, gc=False):
+    web_search_requests: int = 0
+    web_fetch_requests: int = 0
+
+
 class Usage(msgspec.Struct, kw_only=True, gc=False):
-    """Encoded with every figure set; decoded leniently (``message_delta`` may omit
-    figures, which then keep their ``message_start`` values)."""
+    """Encoded with every figure set (the breakdowns when they say something);
+    decoded leniently (``message_delta`` may omit figures, which then keep their
+    ``message_start`` values)."""
 
     input_tokens: int | None = None
     output_tokens: int = 0
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    cache_creation: CacheCreation | msgspec.UnsetType | None = msgspec.UNSET
+    server_tool_use: ServerToolUsage | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class StopDetails(msgspec.Struct, kw_only=True, gc=False):

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Literal
 
 from ...codec import Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
-from . import epilogue, errors, models, paths, request, response, session
+from . import epilogue, errors, models, paths, relayed, request, response, session
 from .stream import GeminiStreamDecoder, GeminiStreamEncoder
 
 
@@ -31,6 +32,7 @@ class GeminiGenerateContentCodec:
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    usage_tail_bytes: int = TAIL_BYTES
     session_headers: tuple[bytes, ...] = ()  # its clients send none
     session_hint = staticmethod(session.session_hint)
     # Whether a final model turn is continued or answered anew is not documented
@@ -72,6 +74,8 @@ class GeminiGenerateContentCodec:
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = GeminiGenerateContentCodec()

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, errors, request, response, session
+from . import epilogue, errors, relayed, request, response, session
 from .errors import decode_openai_error, encode_openai_error
 from .stream import ChatStreamDecoder, ChatStreamEncoder
 
@@ -24,6 +25,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    usage_tail_bytes: int = TAIL_BYTES
     session_hint = staticmethod(session.session_hint)  # headers: the family's
     # A final assistant message is continued by some Chat servers (vLLM asked with
     # ``continue_final_message``, llama.cpp) and answered anew by others (OpenAI,
@@ -56,6 +58,8 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(nothing_to_resume)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = ChatCompletionsCodec()

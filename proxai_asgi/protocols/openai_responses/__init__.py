@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...stream_tail import USAGE_TAIL_BYTES
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, errors, request, response, session
+from . import epilogue, errors, relayed, request, response, session
 from .errors import decode_openai_error, encode_openai_error
 from .resume import resume_encoder
 from .stream import ResponsesStreamDecoder, ResponsesStreamEncoder
@@ -27,6 +28,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = True
     serves_websocket: bool = True
     stateful: bool = True
+    usage_tail_bytes: int = USAGE_TAIL_BYTES  # response.completed repeats the answer
     session_hint = staticmethod(session.session_hint)  # headers: the family's
     # Responses has no prefill: a final assistant item is context, not a start.
     continues: Literal["prefill", "restart"] = "restart"
@@ -54,6 +56,8 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     stream_complete = staticmethod(epilogue.stream_complete)
     resume = staticmethod(resume_encoder)
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
+    relayed_usage = staticmethod(relayed.relayed_usage)
+    relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
 
 
 CODEC: Codec = ResponsesCodec()

@@ -76,9 +76,11 @@ def reasoning_in(
     return c.Reasoning(text=text, summary=summary, encrypted_content=encrypted, item_id=item_id)
 
 
-def usage_in(u: w.UpUsage | None) -> c.Usage:
+def usage_in(u: w.UpUsage | None, searches: int = 0) -> c.Usage:
+    """``searches``: the answer's ``web_search_call`` items, each a billed tool call
+    that the usage block does not count."""
     if u is None:
-        return c.Usage()
+        return c.Usage(server_tool_requests=searches)
     inp, out = u.input_tokens_details, u.output_tokens_details
     return c.Usage(
         input_tokens=u.input_tokens,
@@ -86,6 +88,7 @@ def usage_in(u: w.UpUsage | None) -> c.Usage:
         cached_tokens=(inp.cached_tokens or 0) if inp else 0,
         cache_creation_tokens=(inp.cache_write_tokens or 0) if inp else 0,
         reasoning_tokens=(out.reasoning_tokens or 0) if out else 0,
+        server_tool_requests=searches,
     )
 
 
@@ -174,7 +177,7 @@ def decode_response(body: bytes) -> c.Response:
         content=content,
         stop_reason=stop_from_responses(r.status, reason, has_tool_calls, has_refusal),
         refusal_explanation=explanation,
-        usage=usage_in(r.usage),
+        usage=usage_in(r.usage, sum(type(p) is c.ServerToolUse for p in content)),
         created=int(r.created_at),
     )
 

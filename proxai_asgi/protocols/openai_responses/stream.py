@@ -106,6 +106,7 @@ class ResponsesStreamDecoder:
         self._next_block = 0
         self._has_tool_calls = False
         self._has_refusal = False
+        self._searches = 0  # web_search_call items: billed per call
         # A message's text part stops only at the next event, after a refusal part that
         # follows it has started: that refusal stays in the text's message item.
         self._join = RefusalJoin()
@@ -286,7 +287,7 @@ class ResponsesStreamDecoder:
             self._stop(index, out)
         reason = snap.incomplete_details.reason if snap.incomplete_details else None
         stop = r.stop_from_responses(status, reason, self._has_tool_calls, self._has_refusal)
-        usage = r.usage_in(snap.usage)
+        usage = r.usage_in(snap.usage, self._searches)
         out.append(c.Finish(stop_reason=stop, refusal_explanation=explanation, usage=usage))
         return out
 
@@ -327,7 +328,9 @@ class ResponsesStreamDecoder:
                 )
             )
         else:
-            item = _UpItem(_IGNORED, up.id if isinstance(up, w.UpWebSearchCall) else None)
+            search = up.id if isinstance(up, w.UpWebSearchCall) else None
+            self._searches += search is not None
+            item = _UpItem(_IGNORED, search)
         self._items[ev.output_index] = item
         if item.item_id:
             self._by_id[item.item_id] = item

@@ -259,6 +259,7 @@ def test_usage_subtracts_cache_figures_from_input() -> None:
         "output_tokens": 7,
         "cache_creation_input_tokens": 30,
         "cache_read_input_tokens": 60,
+        "cache_creation": {"ephemeral_5m_input_tokens": 30, "ephemeral_1h_input_tokens": 0},
     }
     u = c.Usage(input_tokens=5, cached_tokens=60)
     assert _encode(c.Response(id="x", model="m", content=[], usage=u))["usage"]["input_tokens"] == 0

@@ -112,6 +112,7 @@ def test_message_start_usage_comes_from_the_upstream_or_an_estimate() -> None:
         "output_tokens": 1,
         "cache_creation_input_tokens": 10,
         "cache_read_input_tokens": 70,
+        "cache_creation": {"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 0},
     }
     r = req(messages=[c.Message(role="user", content=[c.Text(text="x" * 400)])])
     _, s = checked_stream([c.MessageStart(id="chatcmpl-1", model=""), FINISH], r)
@@ -317,6 +318,7 @@ def test_message_delta_always_carries_usage_and_the_stop() -> None:
         "output_tokens": 3,
         "cache_creation_input_tokens": 5,
         "cache_read_input_tokens": 10,
+        "cache_creation": {"ephemeral_5m_input_tokens": 5, "ephemeral_1h_input_tokens": 0},
     }
     _, s = checked_stream([START, c.Finish(stop_reason=None, usage=c.Usage())])
     assert s.stop_reason == "end_turn"
