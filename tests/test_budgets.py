@@ -16,7 +16,7 @@ from proxai_asgi.server import config as cfg
 from proxai_asgi.usage.budget_memory import MemoryBudgets
 from proxai_asgi.usage.budgets import Budgets, estimate, window_seconds
 from proxai_asgi.usage.holds import Hold
-from proxai_asgi.usage.prices import PriceTable
+from proxai_asgi.usage.prices import ModelPrice, PriceTable
 from proxai_asgi.usage.record import UsageRecord
 
 pytestmark = pytest.mark.anyio
@@ -268,17 +268,17 @@ async def test_a_budget_naming_routes_leaves_the_others_alone() -> None:
 # ------------------------------------------------------------------------ money
 
 
-class FlatPrices(PriceTable):
+def FlatPrices() -> PriceTable:
     """$1 per thousand tokens of any kind, for the model "m" only."""
-
-    version = "test"
-
-    def cost(self, rec: UsageRecord) -> tuple[float | None, str | None]:
-        if rec.served_model != "m":
-            return None, None
-        tokens = rec.input_tokens + rec.output_tokens + rec.cache_read_tokens
-        tokens += rec.cache_write_5m_tokens + rec.cache_write_1h_tokens
-        return tokens / 1000, self.version
+    per_million = 1000.0
+    flat = ModelPrice(
+        input=per_million,
+        output=per_million,
+        cache_read=per_million,
+        cache_write_5m=per_million,
+        cache_write_1h=per_million,
+    )
+    return PriceTable({"m": flat}, "test")
 
 
 async def test_a_money_budget_holds_the_priced_estimate_and_counts_the_cost() -> None:
