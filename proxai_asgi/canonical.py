@@ -122,14 +122,33 @@ class ToolResult(msgspec.Struct, gc=False, tag="tool_result", kw_only=True):
     cache_control: dict[str, Any] | None = None
 
 
+class SearchHit(msgspec.Struct, gc=False, kw_only=True):
+    """One page a web search found, in the shape every protocol's results map to
+    (Anthropic ``web_search_result``, a Responses ``action.sources`` entry, a Gemini
+    ``groundingChunks[].web``, a ``SearchResult`` of the proxy's own backend)."""
+
+    url: str
+    title: str | None = None
+    snippet: str | None = None  # the page's text as the search gave it (proxy-run, Gemini)
+    page_age: str | None = None
+    encrypted_content: str | None = None  # Anthropic's opaque page content, replayable
+
+
 class ServerToolUse(msgspec.Struct, gc=False, tag="server_tool", kw_only=True):
-    """A hosted tool run by the provider (web search...). Carried only where the
+    """A hosted tool run by the provider or by the proxy (web search, web fetch...)
+    with its result. ``name`` is canonical ("web_search", "web_fetch", ...);
+    ``input`` holds at least ``query`` for a search. A search's results are ``hits``,
+    or ``error`` (Anthropic's error codes: "unavailable", "max_uses_exceeded",
+    "too_many_requests", "query_too_long", "invalid_tool_input"). ``result`` keeps the
+    provider's own raw result for a same-protocol replay. Carried only where the
     client protocol has a shape for it; otherwise dropped and reported."""
 
     id: str
     name: str
     input: dict[str, Any] = msgspec.field(default_factory=dict)
     result: Any = None
+    hits: list[SearchHit] | None = None
+    error: str | None = None
 
 
 Part = Text | Image | File | Refusal | Reasoning | ToolCall | ToolResult | ServerToolUse
@@ -172,6 +191,19 @@ class HostedTool(msgspec.Struct, gc=False, kw_only=True):
     raw: dict[str, Any]
 
 
+class WebSearch(msgspec.Struct, gc=False, kw_only=True):
+    """The client's hosted web search tool, in terms every protocol's search maps to
+    (Anthropic ``web_search_*``, Responses ``web_search``, Gemini ``googleSearch``):
+    options an upstream cannot express are reported by its encoder."""
+
+    max_uses: int | None = None
+    allowed_domains: list[str] | None = None
+    blocked_domains: list[str] | None = None
+    # {"type": "approximate", "city", "region", "country", "timezone"} (all optional)
+    user_location: dict[str, Any] | None = None
+    context_size: Literal["low", "medium", "high"] | None = None
+
+
 class ToolChoice(msgspec.Struct, gc=False, kw_only=True):
     mode: Literal["auto", "none", "required", "tool"]
     name: str | None = None  # with mode == "tool"
@@ -202,6 +234,7 @@ class Request(msgspec.Struct, gc=False, kw_only=True):
     system: list[Text] = msgspec.field(default_factory=list)
     tools: list[Tool] = msgspec.field(default_factory=list)
     hosted_tools: list[HostedTool] = msgspec.field(default_factory=list)
+    web_search: WebSearch | None = None  # the client offered its provider's web search
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     max_tokens: int | None = None
@@ -316,6 +349,16 @@ class Citations(msgspec.Struct, gc=False, tag="citations", kw_only=True):
     citations: list[Citation]
 
 
+class ServerTool(msgspec.Struct, gc=False, tag="server_tool", kw_only=True):
+    """A hosted tool's call and result, whole, where it ran in the answer (between
+    blocks: no block is open). Each encoder writes its protocol's own sequence for it
+    (Anthropic ``server_tool_use`` + ``web_search_tool_result`` blocks, a Responses
+    ``web_search_call`` item, Gemini ``groundingMetadata``)."""
+
+    index: int
+    use: ServerToolUse
+
+
 class BlockStop(msgspec.Struct, gc=False, tag="block_stop", kw_only=True):
     index: int
 
@@ -347,6 +390,7 @@ StreamEvent = (
     | BlockDelta
     | BlockSignature
     | Citations
+    | ServerTool
     | BlockStop
     | Finish
     | StreamError
