@@ -33,10 +33,36 @@ _USAGE = b'"usage"'
 _NULL_USAGE = b',"usage":null'  # (never inside a string: a string's quotes are escaped)
 
 
-def ask_usage(body: bytes) -> UsageAsked | None:
-    """``body`` asking for usage, unless it does already (``Codec.ask_usage``)."""
+# (of a repeated key msgspec keeps the last, as ``last_member`` finds it)
+class _Options(msgspec.Struct, gc=False):
+    stream_options: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Include(msgspec.Struct, gc=False):
+    include_usage: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_options = msgspec.json.Decoder(_Options)
+_include = msgspec.json.Decoder(_Include)
+
+
+def _asks_already(raw: msgspec.Raw) -> bool:
     try:
-        options = last_member(body, _OPTIONS)
+        include = _include.decode(raw).include_usage
+    except msgspec.ValidationError:
+        return False  # (not an object)
+    return include is not msgspec.UNSET and bytes(include) == b"true"
+
+
+def ask_usage(body: bytes) -> UsageAsked | None:
+    """``body`` asking for usage, unless it does already (``Codec.ask_usage``). The
+    request is read in C first: usually it has no ``stream_options`` (one member is
+    put in front) or asks already; only else are its members scanned."""
+    try:
+        found = _options.decode(body).stream_options
+        if found is not msgspec.UNSET and _asks_already(found):
+            return None  # the client asked: its stream is its own
+        options = None if found is msgspec.UNSET else last_member(body, _OPTIONS)
         if options is None:
             edited = with_member_first(body, b'"stream_options":{' + _ASK + b"}")
         else:
