@@ -62,11 +62,13 @@ def recorded_usage(stream: bytes) -> tuple[int, int]:
     return usage["prompt_tokens"], usage["completion_tokens"]
 
 
-def openai_like(seen: Seen) -> Reply:
+def openai_like(seen: Seen, last_blank_line: bool = True) -> Reply:
     """The recorded stream, with its usage only when the request asks for it; cut at
     random places (a wrapped app's chunks need not be frames)."""
     options = seen.json().get("stream_options") or {}
     body = asked_stream() if options.get("include_usage") is True else unasked(asked_stream())
+    if not last_blank_line:
+        body = body.removesuffix(b"\n\n")
     rnd = random.Random(len(body))
     points = sorted(rnd.sample(range(1, len(body)), 30))
     chunks = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
@@ -74,9 +76,9 @@ def openai_like(seen: Seen) -> Reply:
 
 
 async def post(
-    es: ExitStack, inner: bool, body: bytes, **accounting: Any
+    es: ExitStack, inner: bool, body: bytes, reply: Any = openai_like, **accounting: Any
 ) -> tuple[httpx.Response, FakeUpstream]:
-    fake = FakeUpstream().push(openai_like)
+    fake = FakeUpstream().push(reply)
     if inner:
         up = Upstream.inner_app(CHAT)
     else:
@@ -113,6 +115,23 @@ async def test_a_client_without_include_usage_gets_the_stream_without_usage_and_
     assert rec.served_model == "gpt-4o-2024-08-06"
     ((_key, counter),) = engine.counters.items()
     assert (counter.used, counter.held) == (prompt + completion, 0)
+
+
+@INNER
+async def test_a_last_frame_without_its_blank_line_ends_the_stream_as_without_accounting(
+    es: ExitStack, inner: bool
+) -> None:
+    def reply(seen: Seen) -> Reply:
+        return openai_like(seen, last_blank_line=False)
+
+    plain, _ = await post(es, inner, REQUEST, reply)
+    ledger = MemoryLedger()
+    r, fake = await post(es, inner, REQUEST, reply, ledger=ledger)
+
+    assert b"data: [DONE]" in r.content and r.content == plain.content
+    assert len(fake.seen) == 1  # complete: nothing was asked to continue it
+    (rec,) = await ledger.records()
+    assert (rec.input_tokens, rec.output_tokens) == recorded_usage(asked_stream())
 
 
 @INNER
