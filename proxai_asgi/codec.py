@@ -79,6 +79,25 @@ class Relayed(NamedTuple):
     usage: c.Usage
 
 
+class UsageStrip(Protocol):
+    """Takes out of a relayed stream what the upstream sent only because the proxy
+    asked it for usage (``Codec.ask_usage``), and keeps the usage it read there."""
+
+    usage: Relayed | None
+
+    def feed(self, data: bytes, last: bool = False) -> bytes:
+        """``data`` as the client gets it; a frame not yet whole may be held until
+        the next ``feed`` (``last``: the body ended, nothing is held)."""
+        ...
+
+
+class UsageAsked(NamedTuple):
+    """A pass-through stream request edited to ask the upstream for its usage."""
+
+    body: bytes  # the request as it goes upstream
+    strip: UsageStrip  # applied to the answer, so the client gets what it asked for
+
+
 class PathCall(msgspec.Struct, frozen=True):
     """What the URL of a path-addressed protocol says (Gemini:
     ``/v1beta/models/{model}:streamGenerateContent``): the model, whether the answer
@@ -327,6 +346,17 @@ class Codec(Protocol):
         """The same from a relayed stream's ends (its first frame and its last ones:
         each protocol reports usage at its end)."""
         ...
+
+    def ask_usage(self, body: bytes) -> UsageAsked | None:
+        """Accounting on: a streamed request (the client's, valid JSON) whose answer
+        would report no usage, edited to ask for it (every other byte kept), with
+        what takes the unasked usage out of the answer; None when the answer reports
+        its usage as the request stands."""
+        ...
+
+
+def usage_always_reported(body: bytes) -> None:
+    """``Codec.ask_usage`` of a protocol whose streams always report their usage."""
 
 
 def nothing_to_resume(encoder: StreamEncoder, relayed: bytes) -> None:

@@ -31,7 +31,7 @@ from ..sse import SSEDecoder
 from ..transport.pumping import pump
 from ..transport.upstream import RawHeaders, UpstreamResponse, client_headers_from_upstream
 from . import continuing
-from .exchange import cost_headers, usage_sink
+from .exchange import ask_usage, cost_headers, usage_sink
 from .failover import Failed, Race
 from .model_rewrite import rewrite_model
 from .passthrough import PassthroughRelay, relayed_usage
@@ -154,6 +154,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
     body = ex.request_body
     if target.model != ex.requested_model and not ex.client.model_in_path:
         body = rewrite_model(body, target.model)
+    body, strip = ask_usage(ex, body)
     async with ex.open(up, body, passthrough=True, call=_call(ex, target)) as resp:
         headers = client_headers_from_upstream(resp.headers, passthrough=True)
         if not 200 <= resp.status < 300:
@@ -192,7 +193,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         if not race.claim(target):
             return None
         ex.upstream = up
-        relay = PassthroughRelay(ex.client, ex.start, ex.body, usage_sink(ex))
+        relay = PassthroughRelay(ex.client, ex.start, ex.body, usage_sink(ex), strip)
         await relay.start(resp.status, headers)
         kept = continuing.Kept(MAX_KEPT_STREAM)
         # Only whole frames reach the client, so that a continuation can follow the
@@ -225,7 +226,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
             cut = err
     # The upstream is closed: a continuation asks another (or the same) anew.
     if cut is None and partial:
-        await relay.chunk(partial)  # the body's last frame, not ended by a blank line
+        await relay.chunk(partial, last=True)  # the last frame, not ended by a blank line
         partial = b""
     if cut is None and (relay.complete() or relay.ended_by_upstream()):
         # Whole, or ended by the upstream's own error event (already relayed: the

@@ -23,7 +23,7 @@ import msgspec
 from .. import canonical as c
 from .. import checks
 from ..client_values import check_model, check_model_segment, check_query_key, loggable
-from ..codec import Codec, PathCall, Relayed, RequestHead
+from ..codec import Codec, PathCall, Relayed, RequestHead, UsageStrip
 from ..errors import ProxyError, ResponseAborted
 from ..responses_state import stored_claims, stored_responses
 from ..routing import Route, Upstream
@@ -428,6 +428,16 @@ def usage_sink(ex: Exchange) -> Callable[[Relayed | None], None] | None:
             ex.response_model = relayed.model or ex.response_model
 
     return sink
+
+
+def ask_usage(ex: Exchange, body: bytes) -> tuple[bytes, UsageStrip | None]:
+    """A pass-through stream's upstream body, and what to take out of its answer:
+    with accounting on, a client that did not ask for its stream's usage (Chat without
+    ``include_usage``) must not make its answer uncountable (``Codec.ask_usage``)."""
+    if not ex.stream or not ex.mw.accounting.active:
+        return body, None
+    asked = ex.client.ask_usage(body)
+    return (body, None) if asked is None else asked
 
 
 def cost_headers(ex: Exchange) -> RawHeaders:

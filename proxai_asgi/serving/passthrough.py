@@ -18,7 +18,9 @@ from the app's ``send``; neither knows the other exists.
 With accounting on (``on_usage``), the answer's model and usage are read from its
 bytes once it ended (``Codec.relayed_usage``, ``Codec.relayed_stream_usage``): a plain
 body is kept until its end, a stream's tail as long as its protocol needs
-(``Codec.usage_tail_bytes``).
+(``Codec.usage_tail_bytes``). A stream whose request the proxy edited to ask for its
+usage (``Codec.ask_usage``) goes through that protocol's ``UsageStrip`` first: the
+client gets the stream it asked for, and the usage is the strip's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from ..codec import Codec, Relayed
+from ..codec import Codec, Relayed, UsageStrip
 from ..errors import ProxyError, ResponseAborted
 from ..stream_tail import TAIL_BYTES, StreamTail
 from ..transport.upstream import RawHeaders, client_headers_from_upstream
@@ -77,15 +79,22 @@ class PassthroughRelay:
         "_received",
         "_start",
         "_status",
+        "_strip",
         "_tail",
         "started",
     )
 
     def __init__(
-        self, codec: Codec, start: Start, body: Body, on_usage: OnUsage | None = None
+        self,
+        codec: Codec,
+        start: Start,
+        body: Body,
+        on_usage: OnUsage | None = None,
+        strip: UsageStrip | None = None,
     ) -> None:
         self._codec = codec
         self._on_usage = on_usage  # accounting: told the answer's usage at its end
+        self._strip = strip  # a stream asked for usage the client did not ask for
         self._plain: bytearray | None = None  # a plain body kept for its usage
         self._start = start
         self._body = body
@@ -113,7 +122,8 @@ class PassthroughRelay:
                 self._plain = bytearray()
         await self._send_start(status, headers)
 
-    async def chunk(self, data: bytes) -> None:
+    async def chunk(self, data: bytes, last: bool = False) -> None:
+        """``last``: the body's end follows (nothing is held back for later)."""
         if self._error_body is not None:
             self._error_body += data
             if len(self._error_body) > MAX_ERROR_BODY:  # not a page to rewrite: relay it
@@ -122,6 +132,10 @@ class PassthroughRelay:
                 await self._body(held, True)
             return
         if self._tail is not None:
+            if self._strip is not None:
+                data = self._strip.feed(data, last)
+                if not data:
+                    return
             self._tail.feed(data)
         else:
             self._received += len(data)
@@ -148,8 +162,10 @@ class PassthroughRelay:
             await self._finish_error(bytes(self._error_body))
             return
         if self._tail is not None:
+            await self._release()
             if self._on_usage is not None:
-                self._on_usage(self._codec.relayed_stream_usage(self._tail))
+                usage = self._strip.usage if self._strip is not None else None
+                self._on_usage(usage or self._codec.relayed_stream_usage(self._tail))
             await self._body(self._codec.stream_epilogue(self._tail, None), False)
             return
         if self._expected is not None and self._received < self._expected:
@@ -165,9 +181,15 @@ class PassthroughRelay:
         if not self.started:
             raise err  # nothing sent yet: the client gets it in its own shape
         if self._tail is not None:
+            await self._release()
             await self._body(self._codec.stream_epilogue(self._tail, err), False)
             return
         raise ResponseAborted(err.message)
+
+    async def _release(self) -> None:
+        """A frame the strip still holds (the body ended without its blank line)."""
+        if self._strip is not None:
+            await self.chunk(b"", last=True)
 
     async def _send_start(self, status: int, headers: RawHeaders) -> None:
         self.started = True

@@ -11,19 +11,17 @@ import logging
 
 from ..errors import ProxyError, ResponseAborted
 from ..transport.upstream import Message, without_contradicted_length
-from .exchange import Exchange, usage_sink
+from .exchange import Exchange, ask_usage, usage_sink
 from .passthrough import PassthroughRelay
 
 logger = logging.getLogger("proxai_asgi")
 
 
-def _relay(ex: Exchange) -> PassthroughRelay:
-    return PassthroughRelay(ex.client, ex.start, ex.body, usage_sink(ex))
-
-
 async def relay_inner(ex: Exchange, body: bytes) -> None:
-    """The wrapped app as upstream: the request goes down unchanged, and what the app
-    sends goes through the same pass-through ending as HTTP."""
+    """The wrapped app as upstream: the request goes down unchanged (asked for its
+    usage when accounting needs it: ``exchange.ask_usage``), and what the app sends
+    goes through the same pass-through ending as HTTP."""
+    body, strip = ask_usage(ex, body)
     sent = False
 
     async def replay() -> Message:
@@ -37,7 +35,7 @@ async def relay_inner(ex: Exchange, body: bytes) -> None:
     scope["headers"] = [
         (k, v) for k, v in ex.scope.get("headers", []) if k != b"content-length"
     ] + [(b"content-length", str(len(body)).encode())]
-    relay = _relay(ex)
+    relay = PassthroughRelay(ex.client, ex.start, ex.body, usage_sink(ex), strip)
     ended = False
 
     async def send(message: Message) -> None:

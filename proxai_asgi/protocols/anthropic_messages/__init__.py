@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...codec import (
+    Action,
+    BodyAddressed,
+    Codec,
+    ProtocolName,
+    UpstreamOptions,
+    nothing_to_resume,
+    usage_always_reported,
+)
 from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
 from . import epilogue, errors, models, relayed, request, response, session
@@ -78,6 +86,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
     relayed_usage = staticmethod(relayed.relayed_usage)
     relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
+    ask_usage = staticmethod(usage_always_reported)
 
 
 CODEC: Codec = AnthropicMessagesCodec()

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ...codec import Codec, ProtocolName, UpstreamOptions, nothing_to_resume
+from ...codec import (
+    Codec,
+    ProtocolName,
+    UpstreamOptions,
+    nothing_to_resume,
+    usage_always_reported,
+)
 from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
 from . import epilogue, errors, models, paths, relayed, request, response, session
@@ -76,6 +82,7 @@ class GeminiGenerateContentCodec:
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
     relayed_usage = staticmethod(relayed.relayed_usage)
     relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
+    ask_usage = staticmethod(usage_always_reported)
 
 
 CODEC: Codec = GeminiGenerateContentCodec()

@@ -10,7 +10,7 @@ from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
 from ...stream_tail import TAIL_BYTES
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
-from . import epilogue, errors, relayed, request, response, session
+from . import epilogue, errors, relayed, request, response, session, usage_ask
 from .errors import decode_openai_error, encode_openai_error
 from .stream import ChatStreamDecoder, ChatStreamEncoder
 
@@ -60,6 +60,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
     relayed_usage = staticmethod(relayed.relayed_usage)
     relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
+    ask_usage = staticmethod(usage_ask.ask_usage)
 
 
 CODEC: Codec = ChatCompletionsCodec()

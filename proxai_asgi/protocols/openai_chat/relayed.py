@@ -1,7 +1,8 @@
 """The model and usage of a relayed Chat answer: the completion's own for a plain
 one; for a stream, the last chunk that carries ``usage`` (the usage-only chunk a
 client gets with ``stream_options.include_usage``; without it a Chat stream reports
-none). Only those fields are decoded."""
+none, so accounting asks for it and strips it: ``usage_ask``). Only those fields are
+decoded."""
 
 from __future__ import annotations
 

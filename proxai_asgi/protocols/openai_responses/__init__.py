@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from ...codec import Action, BodyAddressed, Codec, ProtocolName, UpstreamOptions
+from ...codec import (
+    Action,
+    BodyAddressed,
+    Codec,
+    ProtocolName,
+    UpstreamOptions,
+    usage_always_reported,
+)
 from ...stream_tail import USAGE_TAIL_BYTES
 from .._kit import ratelimit
 from .._kit.openai_family import OpenAIFamily
@@ -58,6 +65,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     stream_epilogue = staticmethod(epilogue.stream_epilogue)
     relayed_usage = staticmethod(relayed.relayed_usage)
     relayed_stream_usage = staticmethod(relayed.relayed_stream_usage)
+    ask_usage = staticmethod(usage_always_reported)
 
 
 CODEC: Codec = ResponsesCodec()
