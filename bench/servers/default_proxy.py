@@ -7,7 +7,8 @@ picks it) to ``BENCH_UPSTREAM``. ``BENCH_TRANSPORT=httpx`` passes ``lean_http=Fa
 fallback of another protocol on the same upstream: routing on, never needed;
 ``BENCH_STORE`` is its ``store=`` (the routing state's engine too).
 ``BENCH_ACCOUNTING=on`` (``bench/routing.py --accounting``) turns on ``metrics``, a
-SQLite ``ledger`` in a temporary directory, and the ``x-proxai-cost`` header.
+SQLite ``ledger`` in a temporary directory, and the ``x-proxai-cost`` header (or some
+of them: ``metrics,ledger,cost``).
 
     BENCH_UPSTREAM=https://127.0.0.1:9000 python -m uvicorn bench.servers.default_proxy:app
 """
@@ -55,7 +56,13 @@ if os.environ.get("BENCH_TRANSPORT") == "httpx":
     _options["lean_http"] = False
 if os.environ.get("BENCH_STORE"):
     _options["store"] = os.environ["BENCH_STORE"]
-if os.environ.get("BENCH_ACCOUNTING") == "on":
+_accounting = os.environ.get("BENCH_ACCOUNTING", "")
+_parts = {"metrics", "ledger", "cost"} if _accounting == "on" else set(_accounting.split(","))
+if "metrics" in _parts:
+    _options["metrics"] = True
+if "ledger" in _parts:
     _ledger_dir = tempfile.mkdtemp(prefix="proxai-bench-ledger-")
-    _options.update(metrics=True, ledger=f"sqlite:///{_ledger_dir}/usage.db", cost_header=True)
+    _options["ledger"] = f"sqlite:///{_ledger_dir}/usage.db"
+if "cost" in _parts:
+    _options["cost_header"] = True
 app = ProxaiMiddleware(_not_found, routes=_routes, **_options)  # type: ignore[arg-type]

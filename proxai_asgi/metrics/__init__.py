@@ -139,9 +139,7 @@ class Metrics:
         family = status_family(rec.status)
         ok = family == "2xx"
         served = (operation, provider, route, upstream)
-        self._emit(
-            s.REQUESTS, 1, (rec.client_protocol, upstream_protocol, family, route, upstream)
-        )
+        self._emit(s.REQUESTS, 1, (rec.client_protocol, upstream_protocol, family, route, upstream))
         seconds = rec.duration_ms / 1000
         self._emit(s.REQUEST_DURATION, seconds, (*served, "" if ok else family))
         if rec.ttft_ms is not None:

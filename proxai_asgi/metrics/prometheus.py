@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
 
+from ..bounded_cache import BoundedCache
 from .specs import ALL, MULTIPROC_ENV, Spec
 
 
@@ -40,19 +41,21 @@ class PrometheusSink:
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self._by_spec: dict[Spec, Any] = {s: _instrument(s, self.registry) for s in ALL}
         # Each series' recording method, bound once (``labels()`` costs more than the
-        # recording): as many as the series, which bounded labels keep few.
-        self._record: dict[tuple[Spec, tuple[str, ...]], Callable[[float], None]] = {}
+        # recording): as many as the series, which bounded labels keep few; a method
+        # dropped is bound again from the same series.
+        self._record: BoundedCache[tuple[Spec, tuple[str, ...]], Callable[[float], None]]
+        self._record = BoundedCache(max_bytes=4 << 20, max_entries=1 << 14, size=_series_size)
 
     def record(self, spec: Spec, value: float, labels: tuple[str, ...]) -> None:
         key = (spec, labels)
-        method = self._record.get(key)
+        method = self._record.recent(key) or self._record.get(key)
         if method is None:
             child = self._by_spec[spec].labels(*labels)
             kind = spec.kind
             method = child.observe if kind == "histogram" else child.inc
             if kind == "gauge":
                 method = child.set
-            self._record[key] = method
+            self._record.put(key, method)
         method(value)
 
     def scrape(self, accept: str | None) -> tuple[bytes, str]:
@@ -73,3 +76,9 @@ class PrometheusSink:
             from prometheus_client import multiprocess
 
             multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
+
+def _series_size(key: tuple[Spec, tuple[str, ...]], _method: object) -> int:
+    """A series' entry: its label values' text and a bound method's fixed cost (the
+    spec is shared by every series of its instrument)."""
+    return 200 + sum(len(v) for v in key[1])

@@ -45,6 +45,7 @@ TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1
 TOKEN_BUCKETS: tuple[float, ...] = tuple(4.0**i for i in range(14))  # 1 .. 4**13
 QUEUE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
+
 @dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: one of each
 class Spec:
     otel: str  # the OpenTelemetry instrument name

@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -38,7 +37,7 @@ from ..transport.upstream import (
     upstream_headers,
 )
 from ..usage.accounting import new_request_id
-from ..usage.record import UsageRecord, count_tokens
+from ..usage.record import UsageRecord, count_tokens, iso_time
 from . import telemetry
 from .key_mask import KeyMask, mask, maskable_key
 
@@ -159,9 +158,10 @@ class Exchange:
         # A Responses answer to store, or whose owner to record (``stored_claims``).
         self.turn: stored_responses.Turn | stored_claims.Claimer | None = None
         # Accounting (``usage.accounting``): the ledger's id, who pays, the budget held.
-        self.request_id = new_request_id()
+        self.request_id: str | None = None  # made with its ledger record
         self.owner: str | None = None
         self.budget_hold: Hold | None = None
+        self.priced: tuple[c.Usage, tuple[float | None, str | None]] | None = None
 
     # ------------------------------------------------------------------ driving
 
@@ -221,8 +221,7 @@ class Exchange:
             if metrics is not None:
                 metrics.finished(self.client.name)
             if self.mw.accounting.active:
-                with anyio.CancelScope(shield=True):
-                    await _settle(self)
+                await _settle(self)
             _log(self)
 
     def head(self, body: bytes) -> RequestHead:
@@ -393,6 +392,14 @@ def _log(ex: Exchange) -> None:
 # ---------------------------------------------------------------- accounting
 
 
+def owner_now(ex: Exchange) -> str | None:
+    """``owner_of`` when the owner key is loaded already (no wait); else None."""
+    owners = ex.mw.stored.owners
+    if owners.key is None and owners.owner is None:
+        return None
+    return owners({"headers": ex.client_headers()})
+
+
 async def owner_of(ex: Exchange) -> str:
     """Who pays for ``ex``: the owner the stored Responses use (the application's id,
     or the keyed hash of the client's credential, a Gemini ``?key=`` included)."""
@@ -449,7 +456,9 @@ def cost_headers(ex: Exchange) -> RawHeaders:
     accounting = ex.mw.accounting
     if not accounting.cost_header or ex.usage is None:
         return []
-    usd, _ = accounting.prices.cost(usage_record(ex, status=200))
+    priced = accounting.prices.cost(usage_record(ex, status=200))
+    ex.priced = (ex.usage, priced)  # the record's cost, unless the usage changes
+    usd = priced[0]
     if usd is None:
         return []
     return [(COST_HEADER, (f"{usd:.10f}".rstrip("0").rstrip(".") or "0").encode())]
@@ -461,9 +470,11 @@ def usage_record(ex: Exchange, status: int | None = None) -> UsageRecord:
     routed = ex.routing
     served = routed.served_by if routed is not None else None
     up = served.upstream if served is not None else ex.upstream
+    if ex.request_id is None:
+        ex.request_id = new_request_id()
     rec = UsageRecord(
         request_id=ex.request_id,
-        time=datetime.fromtimestamp(ex.wall_t0, UTC).isoformat(timespec="milliseconds"),
+        time=iso_time(ex.wall_t0),
         owner=ex.owner or "",
         route=ex.matched.model if ex.matched is not None else None,
         upstream=up.label if up is not None else None,
@@ -486,7 +497,22 @@ def usage_record(ex: Exchange, status: int | None = None) -> UsageRecord:
 
 
 async def _settle(ex: Exchange) -> None:
+    """The exchange's account, once its answer is sent. Without budgets nothing here
+    waits (the owner known, the ledger queued, the metrics counted), so nothing can be
+    cancelled half done; a budget's settlement (Redis) is shielded."""
     accounting = ex.mw.accounting
-    if accounting.needs_owner:
-        await owner_of(ex)
-    await accounting.settle(usage_record(ex), ex.dropped, ex.routing, ex.budget_hold)
+    if accounting.needs_owner and ex.owner is None:
+        ex.owner = owner_now(ex)
+        if ex.owner is None:
+            with anyio.CancelScope(shield=True):
+                await owner_of(ex)
+    rec = usage_record(ex)
+    priced = ex.priced
+    if priced is not None and priced[0] is ex.usage and 200 <= rec.status < 300:
+        rec.cost_usd, rec.price_version = priced[1]
+    else:
+        rec.cost_usd, rec.price_version = accounting.prices.cost(rec)
+    accounting.record(rec, ex.dropped, ex.routing)
+    if accounting.budgets is not None and ex.budget_hold is not None:
+        with anyio.CancelScope(shield=True):
+            await accounting.budgets.settle(ex.budget_hold, rec)

@@ -64,18 +64,14 @@ class Accounting:
             return None
         return await self.budgets.admit(owner, route, body, model)
 
-    async def settle(
-        self, rec: UsageRecord, dropped: list[str], routing: Attempts | None, hold: Hold | None
-    ) -> None:
-        """After the answer: the record priced, to the ledger (queued, written off the
-        request path), the metrics, and the budget's hold replaced by what was used."""
-        rec.cost_usd, rec.price_version = self.prices.cost(rec)
+    def record(self, rec: UsageRecord, dropped: list[str], routing: Attempts | None) -> None:
+        """After the answer: its priced record to the ledger (queued, written off the
+        request path) and to the metrics. Never waits (``serving.exchange._settle``
+        settles a budget's hold after it)."""
         if self.ledger is not None:
             self.ledger.submit(rec)
         if self.metrics is not None:
             self.metrics.exchange(rec, dropped, routing)
-        if self.budgets is not None and hold is not None:
-            await self.budgets.settle(hold, rec)
 
     async def aclose(self) -> None:
         """The ledger flushed and closed, the budgets' engine closed, a worker's metrics

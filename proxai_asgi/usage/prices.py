@@ -55,11 +55,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..bounded_cache import BoundedCache
 from .price_list import DEFAULT_MODELS, DEFAULT_VERSION
 
 if TYPE_CHECKING:
     from .record import UsageRecord
 
+_UNSEEN: Any = object()
 _DATED = re.compile(r"(?:-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8}|-latest)$")
 
 
@@ -137,7 +139,7 @@ def base_name(model: str) -> str:
 class PriceTable:
     """Prices per model, and the version that goes into every priced record."""
 
-    __slots__ = ("_exact", "_patterns", "models", "version")
+    __slots__ = ("_exact", "_found", "_patterns", "models", "version")
 
     def __init__(self, models: Mapping[str, ModelPrice], version: str) -> None:
         self.models = dict(models)
@@ -150,6 +152,11 @@ class PriceTable:
             patterns.extend((p.lower(), price) for p in price.patterns)
         # The most specific glob first: ``gpt-4o-mini*`` before ``gpt-4o*``.
         self._patterns = sorted(patterns, key=lambda item: -len(item[0]))
+        # What each model name found (an unknown one scans every pattern): model names
+        # are the upstreams' and the clients', so bounded like every shared table.
+        self._found: BoundedCache[str, ModelPrice | None] = BoundedCache(
+            max_bytes=1 << 20, max_entries=4096
+        )
 
     @classmethod
     def default(cls) -> PriceTable:
@@ -159,6 +166,13 @@ class PriceTable:
         """The entry pricing ``model``; None when the table has none."""
         if not model:
             return None
+        found = self._found.get(model, _UNSEEN)
+        if found is _UNSEEN:
+            found = self._search(model)
+            self._found.put(model, found)
+        return found
+
+    def _search(self, model: str) -> ModelPrice | None:
         exact = self._exact.get(model.lower())
         if exact is not None:
             return exact

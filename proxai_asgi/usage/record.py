@@ -8,6 +8,8 @@ includes the reasoning tokens, which ``reasoning_tokens`` also counts on their o
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 
 from .. import canonical as c
@@ -52,3 +54,22 @@ def count_tokens(rec: UsageRecord, usage: c.Usage) -> None:
     rec.cache_write_1h_tokens = write_1h
     rec.reasoning_tokens = usage.reasoning_tokens
     rec.server_tool_requests = usage.server_tool_requests
+
+
+_second: list[tuple[int, str]] = [(-1, "")]  # the last whole second formatted
+
+
+def iso_time(when: float) -> str:
+    """``when`` (a Unix time) in ISO 8601, UTC, to the millisecond, as ``datetime``
+    gives it (its microseconds rounded the same way); the second's text is made once
+    per second, not per record."""
+    whole = int(when)
+    micro = round((when - whole) * 1e6)
+    if micro >= 1_000_000:
+        whole += 1
+        micro -= 1_000_000
+    known, text = _second[0]
+    if known != whole:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _second[0] = (whole, text)
+    return f"{text}.{micro // 1000:03d}+00:00"
