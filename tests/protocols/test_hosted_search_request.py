@@ -261,6 +261,9 @@ def test_a_tool_choice_naming_the_search_maps_where_the_upstream_can_say_it() ->
     assert req.tool_choice == c.ToolChoice(mode="tool", name="web_search")
     body, _ = encode(ANTHROPIC, req)
     assert body["tool_choice"] == {"type": "tool", "name": "web_search"}
+    preview = dict(responses, tools=[{"type": "web_search_preview"}])
+    body, _ = encode(RESPONSES, decode(RESPONSES, preview))  # (a stored turn's path)
+    assert body["tool_choice"] == {"type": "web_search_preview"}
 
 
 # ---------------------------------------------------------------------- replays
@@ -397,3 +400,19 @@ def test_a_placeholder_replayed_toward_anthropic_becomes_text_not_encrypted_cont
     blocks = body["messages"][1]["content"]
     assert all(b["type"] == "text" for b in blocks)
     assert "https://example.org/a" in blocks[0]["text"]
+
+
+def test_a_failed_or_proxy_run_search_reads_as_text_with_its_error_and_snippets() -> None:
+    from proxai_asgi.protocols._kit.hosted_search import as_text
+
+    failed = c.ServerToolUse(
+        id="x", name="web_search", input={"query": "q"}, error="max_uses_exceeded"
+    )
+    assert as_text(failed) == "[web_search: q]\n(the search failed: max_uses_exceeded)"
+    found = c.ServerToolUse(
+        id="x",
+        name="web_search",
+        input={},
+        hits=[c.SearchHit(url="https://a.example/", snippet="Sunny in Lyon.")],
+    )
+    assert as_text(found) == "[web_search]\n- <https://a.example/>\n  Sunny in Lyon."

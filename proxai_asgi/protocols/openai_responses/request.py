@@ -771,14 +771,15 @@ def _to_wire(
                     strict=bool(t.strict),
                 )
             )
-    own_search = False
+    own_search: str | None = None  # the type of the client's own search tool
     for h in request.hosted_tools:
         if h.protocol == "openai_responses":
             tools.append(h.raw)
-            own_search = own_search or hosted_search.is_search_tool(h)
+            if hosted_search.is_search_tool(h):
+                own_search = h.type
         elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
             report.drop(f"tools.{h.type}")
-    if request.web_search is not None and not own_search:
+    if request.web_search is not None and own_search is None:
         tools.append(search.tool_out(request.web_search, report))
 
     tool_choice: Any = None
@@ -788,7 +789,7 @@ def _to_wire(
         parallel = request.parallel_tool_calls
         if tc is not None:
             if tc.mode == "tool" and tc.name == SEARCH and request.web_search is not None:
-                tool_choice = {"type": SEARCH}
+                tool_choice = {"type": own_search or SEARCH}  # (the tool's own type)
             elif tc.mode == "tool" and tc.name not in {t.name for t in request.tools}:
                 report.drop("tool_choice")  # it names a tool that was dropped (a hosted one)
             elif tc.mode == "tool" and tc.name:
