@@ -416,3 +416,12 @@ def test_a_failed_or_proxy_run_search_reads_as_text_with_its_error_and_snippets(
         hits=[c.SearchHit(url="https://a.example/", snippet="Sunny in Lyon.")],
     )
     assert as_text(found) == "[web_search]\n- <https://a.example/>\n  Sunny in Lyon."
+
+
+def test_a_gemini_search_error_names_the_tool_where_it_is() -> None:
+    f = {"functionDeclarations": [{"name": "f", "parameters": {"type": "object"}}]}
+    body = dict(CLIENT_BODIES[GEMINI], tools=[f, {"google_search": {"freshness": 1}}])
+    with pytest.raises(ProxyError) as exc:
+        decode(GEMINI, body)
+    assert 'Unknown name "freshness"' in exc.value.message
+    assert exc.value.param == "tools[1].google_search"

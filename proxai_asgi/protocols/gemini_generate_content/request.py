@@ -354,7 +354,7 @@ def to_canonical(
         system=system,
         tools=tools,
         hosted_tools=hosted,
-        web_search=search.search_in(hosted, report) if hosted else None,
+        web_search=search.search_in(req.tools or [], report) if hosted else None,
         stream=stream,
         include_usage=stream,
     )

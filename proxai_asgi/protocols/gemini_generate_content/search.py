@@ -21,25 +21,28 @@ _SEARCH_FIELDS = frozenset(
 _RETRIEVAL_FIELDS = frozenset({"dynamicRetrievalConfig"})
 
 
-def search_in(hosted: list[c.HostedTool], report: TranslationReport) -> c.WebSearch | None:
-    """The client's search tool among its hosted tools (None without one), with the
-    400 Google gives for a malformed one; its options without a counterpart reported."""
-    for h in hosted:
-        if hosted_search.is_search_tool(h):
-            return _tool_in(h.type, h.raw[h.type], report)
+def search_in(tools: list[dict[str, Any]], report: TranslationReport) -> c.WebSearch | None:
+    """The client's search tool among its ``tools`` (None without one), with the 400
+    Google gives for a malformed one; its options without a counterpart reported."""
+    for i, tool in enumerate(tools):
+        for key, value in tool.items():
+            name = camel(key)
+            if name in ("googleSearch", "googleSearchRetrieval"):
+                return _tool_in(name, value, f"tools[{i}].{_SNAKE[name]}", report)
     return None
 
 
-def _tool_in(key: str, value: Any, report: TranslationReport) -> c.WebSearch:
-    name = camel(key)
-    path = f"tools[0].{'google_search' if name == 'googleSearch' else 'google_search_retrieval'}"
+_SNAKE = {"googleSearch": "google_search", "googleSearchRetrieval": "google_search_retrieval"}
+
+
+def _tool_in(name: str, value: Any, path: str, report: TranslationReport) -> c.WebSearch:
     if value is None:
         value = {}
     if not isinstance(value, dict):
+        kind = "GoogleSearch" if name == "googleSearch" else "GoogleSearchRetrieval"
         raise invalid(
             f"Invalid value at '{path}' (type.googleapis.com/google.ai.generativelanguage."
-            f"v1beta.{'GoogleSearch' if name == 'googleSearch' else 'GoogleSearchRetrieval'}), "
-            f"{value!r}",
+            f"v1beta.Tool.{kind}), {value!r}",
             path,
         )
     fields = _SEARCH_FIELDS if name == "googleSearch" else _RETRIEVAL_FIELDS
