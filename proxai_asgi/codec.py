@@ -235,6 +235,12 @@ class Codec(Protocol):
         """Upstream side: freeform custom tools can be sent as they are."""
         ...
 
+    def hosts_web_search(self, options: UpstreamOptions) -> bool:
+        """Upstream side: the upstream runs a web search itself (its protocol's hosted
+        search tool), so a client's ``Request.web_search`` is written as that tool;
+        otherwise the proxy runs the search, or its encoder reports it."""
+        ...
+
     def inner_path(self, call: PathCall | None = None) -> str:
         """Path (and query) an in-process upstream of this protocol is called on."""
         ...

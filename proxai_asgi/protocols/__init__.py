@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from ._kit import search_results
+
 if TYPE_CHECKING:
     from ..codec import Codec, ProtocolName
 
@@ -45,3 +47,10 @@ def model_listing(path: str, headers: list[tuple[bytes, bytes]], query: bytes) -
         if codec.lists_models(path, headers, query):
             return codec
     raise AssertionError("the last codec of _LISTING_ORDER claims every listing")
+
+
+def holds_search_placeholder(body: bytes) -> bool:
+    """A request body holds the proxy's own search-result placeholder (written into an
+    answer the client replays): it is translated even toward an upstream of its own
+    protocol, whose provider would refuse the placeholder as its own opaque content."""
+    return search_results.holds_placeholder(body)

@@ -23,7 +23,7 @@ from .. import canonical as c
 from .. import pipeline
 from ..codec import Codec, PathCall
 from ..errors import ErrorKind, ProxyError
-from ..protocols import get_codec
+from ..protocols import get_codec, holds_search_placeholder
 from ..responses_state.stored_responses import Turn
 from ..routing.continuation import Sent, frames_end
 from ..routing.failures import Failure, classify_exception, classify_status, classify_stream_error
@@ -120,7 +120,11 @@ async def attempt(race: Race, target: Target) -> Failed | None:
     """``target`` asked for the answer; the failure before its first content, if any."""
     ex = race.ex
     try:
-        if target.upstream.protocol == ex.client.name and not isinstance(ex.turn, Turn):
+        if (
+            target.upstream.protocol == ex.client.name
+            and not isinstance(ex.turn, Turn)
+            and not holds_search_placeholder(ex.request_body)
+        ):
             return await _relay(race, target)
         return await _translate(race, target)
     except ProxyError as err:

@@ -21,7 +21,7 @@ import anyio
 
 from ..codec import PathCall
 from ..errors import ProxyError
-from ..protocols import get_codec, model_listing
+from ..protocols import get_codec, holds_search_placeholder, model_listing
 from ..protocols._kit.tokens import estimate_input_tokens
 from ..transport.upstream import RawHeaders, upstream_headers
 from .model_rewrite import rewrite_model
@@ -44,7 +44,8 @@ async def count_tokens(ex: Exchange, body: bytes) -> None:
     """A token count for the client's protocol."""
     route = ex.route(ex.head(body))
     up = route.upstream
-    if up.protocol == ex.client.name and not up.inner:
+    # (a body with the proxy's search placeholder would be refused: estimated)
+    if up.protocol == ex.client.name and not up.inner and not holds_search_placeholder(body):
         if route.model_rewrite and not ex.client.model_in_path:
             body = rewrite_model(body, route.model_rewrite)
         call = PathCall(model=ex.model or "", stream=False, action="count_tokens")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..protocols import holds_search_placeholder
 from ..responses_state import compaction, stored_claims, stored_responses
 from ..transport.pumping import until_disconnect
 from . import attempts, failover
@@ -40,7 +41,12 @@ async def generate(ex: Exchange, body: bytes) -> None:
             return
         body = rewritten
     ex.request_body = body
-    if up.inner and up.protocol == ex.client.name and failover.plan_of(route).single:
+    if (
+        up.inner
+        and up.protocol == ex.client.name
+        and failover.plan_of(route).single
+        and not holds_search_placeholder(body)  # (translated: see ``attempts.attempt``)
+    ):
         # The wrapped app in the client's protocol, and nothing else to try: the
         # request goes down the ASGI chain as it came (its scope, its headers; a
         # routed model aside). With fallbacks it is a target like any other.

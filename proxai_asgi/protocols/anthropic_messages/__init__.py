@@ -56,6 +56,10 @@ class AnthropicMessagesCodec(BodyAddressed):
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
 
+    def hosts_web_search(self, options: UpstreamOptions) -> bool:
+        # Anthropic's ``web_search_*`` server tool
+        return True
+
     # ---- client side
     decode_request = staticmethod(request.decode_request)
     encode_response = staticmethod(response.encode_response)

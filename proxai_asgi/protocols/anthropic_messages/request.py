@@ -43,10 +43,11 @@ from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit import exact_json, hosted_search, json_objects, policy, tool_schemas
 from .._kit.fast_paths import FAST
+from .._kit.hosted_search import SEARCH
 from .._kit.media import is_data_url, parse_data_url
-from . import cache_breakpoints, wire
+from . import cache_breakpoints, search, wire
 from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, system_placement, tool_results_follow, validate
@@ -151,12 +152,14 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
 
     tools, hosted = _tools_in(declared, report) if declared else ([], [])
     tool_choice, parallel = _tool_choice_in(req.tool_choice)
+    web_search = search.search_in(hosted, report) if hosted else None
     out = c.Request(
         model=req.model,
         messages=messages,
         system=system,
         tools=tools,
         hosted_tools=hosted,
+        web_search=web_search,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
         max_tokens=req.max_tokens,
@@ -546,9 +549,24 @@ def _assistant_turn(
             raise ProxyError.invalid(
                 f"{path}.type: tool_result blocks belong in user messages", f"{path}.type"
             )
+        elif type(b) is wire.ServerToolUseBlock and b.name == SEARCH:
+            append(search.replay_in(b, _search_result(blocks, b.id)))
+        elif type(b) is wire.WebSearchToolResultBlock and any(
+            type(x) is wire.ServerToolUseBlock and x.id == b.tool_use_id for x in blocks
+        ):
+            pass  # (taken with its call)
         else:
             report.drop(f"messages.content.{_tag(b)}")
     return c.Message(role="assistant", content=parts)
+
+
+def _search_result(
+    blocks: list[wire.ClientInputBlock], call_id: str
+) -> wire.WebSearchToolResultBlock | None:
+    for b in blocks:
+        if type(b) is wire.WebSearchToolResultBlock and b.tool_use_id == call_id:
+            return b
+    return None
 
 
 # Sets of the usual tool declarations (a name, a description, a schema) by their bytes:
@@ -759,7 +777,7 @@ def _to_wire(
             short_turns=short,
             marked_tools=tools.marked if isinstance(tools, ToolSet) else None,
         )
-    if type(tools) is list and tools and not request.hosted_tools:
+    if type(tools) is list and tools and not request.hosted_tools and request.web_search is None:
         fresh.append(tools)  # a set not kept yet
     return body
 
@@ -1051,6 +1069,9 @@ def _messages_out(
                         cache_control=p.cache_control,
                     )
                 )
+            elif type(p) is c.ServerToolUse and assistant and p.name == SEARCH:
+                blocks.extend(search.replay_out(p))
+                other = True
             else:
                 role = "assistant" if assistant else "user"
                 j = _position(m.content, p)
@@ -1312,7 +1333,7 @@ def _tools_out(
 ) -> ToolSet | list[wire.ToolParam | dict[str, Any]]:
     """The body's ``tools``: a set kept as a whole (``_TOOL_SETS``), or one by one."""
     tools = request.tools
-    if not tools or request.hosted_tools or not FAST.on:
+    if not tools or request.hosted_tools or request.web_search or not FAST.on:
         return _tools_general(request, report)
     return _TOOL_SETS.get(tools) or _tools_general(request, report)  # (fast path of it)
 
@@ -1368,11 +1389,15 @@ def _tools_general(
                 strict=True if t.strict else None,
             )
         )
+    own_search = False
     for h in request.hosted_tools:
         if h.protocol == "anthropic_messages":
             out.append(h.raw)
-        else:
+            own_search = own_search or hosted_search.is_search_tool(h)
+        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
             report.drop(f"tools.{h.type}")
+    if request.web_search is not None and not own_search:
+        out.append(search.tool_out(request.web_search, report))
     return out
 
 

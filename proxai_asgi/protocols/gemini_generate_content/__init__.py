@@ -48,6 +48,10 @@ class GeminiGenerateContentCodec:
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return False
 
+    def hosts_web_search(self, options: UpstreamOptions) -> bool:
+        # Google Search grounding (``googleSearch``)
+        return True
+
     serves = staticmethod(paths.serves)
     inner_path = staticmethod(paths.inner_path)
     upstream_url = staticmethod(paths.upstream_url)

@@ -47,10 +47,11 @@ from ... import canonical as c
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
-from .._kit import exact_json, json_objects, policy, tool_schemas
+from .._kit import exact_json, hosted_search, json_objects, policy, tool_schemas
 from .._kit.fast_paths import FAST
+from .._kit.hosted_search import SEARCH
 from .._kit.media import is_data_url, parse_data_url
-from . import signatures, validate, wire
+from . import search, signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel
 
@@ -353,6 +354,7 @@ def to_canonical(
         system=system,
         tools=tools,
         hosted_tools=hosted,
+        web_search=search.search_in(req.tools or [], report) if hosted else None,
         stream=stream,
         include_usage=stream,
     )
@@ -973,7 +975,7 @@ def to_wire(request: c.Request, report: TranslationReport) -> wire.UpstreamReque
         contents=_contents_out(request.messages, report),
         system_instruction=_system_out(request.system),
         tools=tools or None,
-        tool_config=_tool_config_out(request, bool(tools), report),
+        tool_config=_tool_config_out(request, bool(request.tools), report),
         generation_config=_generation_config_out(request, report),
     )
 
@@ -1228,6 +1230,9 @@ def _model_out(
             continue
         elif type(p) is c.Image or type(p) is c.File:
             part = _media_out(p)
+        elif type(p) is c.ServerToolUse and p.name == SEARCH:
+            # Gemini's history has no search: what it found, as the model's text.
+            part = wire.Part(text=hosted_search.as_text(p))
         else:
             report.drop(f"messages.content.{type(p).__struct_config__.tag}")
             continue
@@ -1320,11 +1325,15 @@ def _tools_out(
     out: list[wire.DeclarationsOut | dict[str, Any]] = (
         [wire.DeclarationsOut(decls)] if decls else []
     )
+    own_search = False
     for h in request.hosted_tools:
         if h.protocol == "gemini_generate_content":
             out.append(h.raw)
-        else:
+            own_search = own_search or hosted_search.is_search_tool(h)
+        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
             report.drop(f"tools.{h.type}")
+    if request.web_search is not None and not own_search:
+        out.append(search.tool_out(request.web_search, report))
     return out
 
 

@@ -38,6 +38,11 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
         # OpenAI has them; most Chat-compatible servers do not.
         return options.native_custom_tools
 
+    def hosts_web_search(self, options: UpstreamOptions) -> bool:
+        # Only OpenAI's search models search (``web_search_options``); a Chat
+        # server in general does not: the proxy runs the search for it.
+        return False
+
     # ---- client side
     decode_request = staticmethod(request.decode_request)
     encode_response = staticmethod(response.encode_response)

@@ -18,10 +18,11 @@ from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, openai_checks, policy, tool_schemas
+from .._kit import exact_json, hosted_search, openai_checks, policy, tool_schemas
 from .._kit.fast_paths import FAST
+from .._kit.hosted_search import SEARCH
 from .._kit.media import data_url, parse_data_url
-from . import validate
+from . import search, validate
 from . import wire as w
 
 _REQUEST_DEC: LazyDecoder[w.ChatRequest] = LazyDecoder(w.ChatRequest)
@@ -51,6 +52,7 @@ RARE_FIELDS = absent(
     "verbosity",
     "modalities",
     "audio",
+    "web_search_options",
 )
 
 
@@ -672,6 +674,8 @@ def _rare_fields_in(req: w.ChatRequest, out: c.Request) -> None:
     out.user = req.safety_identifier if req.safety_identifier is not None else req.user
     for name in _SAME_NAMED:
         setattr(out, name, getattr(req, name))
+    if req.web_search_options is not None:
+        out.web_search = search.options_in(req.web_search_options)
 
 
 # The rarer fields that keep their name and value in the canonical request.
@@ -848,6 +852,9 @@ class _Encoder:
                         reasoning.append(p.text)
                     else:
                         self.report.drop("assistant.reasoning")
+            elif type(p) is c.ServerToolUse and p.name == SEARCH:
+                # a replayed search: what it found, as the model's text
+                texts.append(hosted_search.as_text(p) + "\n\n")
             else:
                 self.report.drop(f"assistant.{type(p).__name__.lower()}")
         text = texts[0] if len(texts) == 1 else "".join(texts)
@@ -1014,7 +1021,12 @@ def _to_wire(
                 )
             )
     for h in request.hosted_tools:
-        report.drop(f"tools.{h.type}")
+        if not hosted_search.is_search_tool(h):
+            report.drop(f"tools.{h.type}")
+    if request.web_search is not None:
+        # A Chat upstream does not search (``hosts_web_search``): the proxy runs the
+        # search where it is configured to, before this encoder; here it is reported.
+        report.drop("tools.web_search")
 
     tool_choice: str | w.ToolChoiceObject | None = None
     tc = request.tool_choice

@@ -219,6 +219,8 @@ class ChatRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     audio: Any = None  # audio output parameters: likewise
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None
+    # OpenAI's search models' search (a client's: the canonical ``web_search``)
+    web_search_options: Any = None
 
 
 REQUEST_FIELDS: frozenset[str] = frozenset(ChatRequest.__struct_fields__)
@@ -236,7 +238,6 @@ class ClientChatRequest(ChatRequest, kw_only=True, forbid_unknown_fields=True):
     logit_bias: msgspec.Raw | UnsetType = UNSET
     seed: msgspec.Raw | UnsetType = UNSET
     prediction: msgspec.Raw | UnsetType = UNSET
-    web_search_options: msgspec.Raw | UnsetType = UNSET
     store: msgspec.Raw | UnsetType = UNSET
     # Left encoded: ``request.py`` looks a resent set of function tools up by its bytes
     # (empty when the body has no ``tools``).

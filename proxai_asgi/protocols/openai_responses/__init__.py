@@ -43,6 +43,10 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     def takes_custom_tools(self, options: UpstreamOptions) -> bool:
         return True
 
+    def hosts_web_search(self, options: UpstreamOptions) -> bool:
+        # the hosted ``web_search`` tool
+        return True
+
     # ---- client side
     decode_request = staticmethod(request.decode_request)
     encode_response = staticmethod(response.encode_response)

@@ -16,10 +16,12 @@ from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, policy, tool_schemas
+from .._kit import exact_json, hosted_search, policy, tool_schemas
 from .._kit.fast_paths import FAST
+from .._kit.hosted_search import SEARCH
 from .._kit.media import data_url, is_data_url, parse_data_url
 from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
+from . import search
 from . import wire as w
 from .response import reasoning_in
 
@@ -44,6 +46,7 @@ _client_tool: LazyDecoder[w.FunctionTool | w.CustomTool] = LazyDecoder(
     w.FunctionTool | w.CustomTool
 )
 _message_item: LazyDecoder[w.MessageItem] = LazyDecoder(w.MessageItem)
+_search_call: LazyDecoder[search.CallItem] = LazyDecoder(search.CallItem)
 _item_decoders: dict[str, LazyDecoder[Any]] = {
     "message": _message_item,
     "function_call": LazyDecoder(w.FunctionCallItem),
@@ -76,7 +79,6 @@ _KNOWN_FIELDS = (
 # canonical shape; in replayed history they are dropped and reported.
 _HOSTED_ITEMS = frozenset(
     {
-        "web_search_call",
         "file_search_call",
         "computer_call",
         "computer_call_output",
@@ -247,6 +249,8 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
         implicit_caching=True,
         verbosity=req.text.verbosity if req.text is not None else None,
     )
+    if hosted:
+        out.web_search = search.search_in(hosted, report)
     if not usual:
         out.user = req.safety_identifier if req.safety_identifier is not None else req.user
         for name in _SAME_NAMED:
@@ -368,7 +372,9 @@ def _tool_choice(
         # The subset of allowed tools has no canonical shape: keep the mode only.
         report.drop("tool_choice.allowed_tools")
         return c.ToolChoice(mode="required" if choice.mode == "required" else "auto")
-    # A hosted tool choice ({type: "web_search_preview"} ...): let the model choose.
+    if search.is_search_choice(choice.type):
+        return c.ToolChoice(mode="tool", name=SEARCH)
+    # Another hosted tool choice ({type: "file_search"} ...): let the model choose.
     report.drop("tool_choice")
     return c.ToolChoice(mode="auto")
 
@@ -484,6 +490,10 @@ def _input_messages(
             turn.append(c.ToolResult(call_id=item.call_id, content=answer, kind="custom"))
             if settled:
                 settled = settles(answer)
+        elif type(item) is search.CallItem:
+            turn = _turn(messages, "assistant")
+            role = "assistant"
+            turn.append(search.replay_in(item))
         else:
             assert type(item) is w.ItemReference
             report.reject(
@@ -507,7 +517,7 @@ def _input_messages(
 
 def _decoded_items(
     input: list[Raw] | list[w.InputItem], report: TranslationReport
-) -> Iterator[tuple[int, w.InputItem]]:
+) -> Iterator[tuple[int, w.InputItem | search.CallItem]]:
     """The raw items decoded, with their place in ``input``; dropped ones left out."""
     for i, raw in enumerate(input):
         item = _decode_item(raw, i, report) if type(raw) is Raw else raw
@@ -532,7 +542,9 @@ def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
             )
 
 
-def _decode_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | None:
+def _decode_item(
+    raw: Raw, i: int, report: TranslationReport
+) -> w.InputItem | search.CallItem | None:
     """``input[i]``, decoded once in the usual cases: as a message (which decodes with
     or without ``type: "message"``, as the "easy" messages most SDK users send have
     none), or through the tagged union of the typed items (Codex types every item).
@@ -555,7 +567,9 @@ def _decode_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | N
     return _careful_item(raw, i, report)
 
 
-def _careful_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | None:
+def _careful_item(
+    raw: Raw, i: int, report: TranslationReport
+) -> w.InputItem | search.CallItem | None:
     """An item neither decoder took: an item reference, a hosted tool's item (dropped
     and reported: None), an unknown type, or a malformed item, whose 400 names it. The
     head is decoded first to pick the item's decoder (an untyped item is a message)."""
@@ -571,6 +585,8 @@ def _careful_item(raw: Raw, i: int, report: TranslationReport) -> w.InputItem | 
     if kind in _HOSTED_ITEMS:
         report.drop(f"input.{kind}")
         return None
+    if kind == "web_search_call":
+        return _decode(_search_call, raw, path)
     decoder = _item_decoders.get(kind)
     if decoder is None:
         raise ProxyError.invalid(
@@ -755,11 +771,16 @@ def _to_wire(
                     strict=bool(t.strict),
                 )
             )
+    own_search: str | None = None  # the type of the client's own search tool
     for h in request.hosted_tools:
         if h.protocol == "openai_responses":
             tools.append(h.raw)
-        else:
+            if hosted_search.is_search_tool(h):
+                own_search = h.type
+        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
             report.drop(f"tools.{h.type}")
+    if request.web_search is not None and own_search is None:
+        tools.append(search.tool_out(request.web_search, report))
 
     tool_choice: Any = None
     parallel: bool | None = None
@@ -767,7 +788,9 @@ def _to_wire(
     if tools:
         parallel = request.parallel_tool_calls
         if tc is not None:
-            if tc.mode == "tool" and tc.name not in {t.name for t in request.tools}:
+            if tc.mode == "tool" and tc.name == SEARCH and request.web_search is not None:
+                tool_choice = {"type": own_search or SEARCH}  # (the tool's own type)
+            elif tc.mode == "tool" and tc.name not in {t.name for t in request.tools}:
                 report.drop("tool_choice")  # it names a tool that was dropped (a hosted one)
             elif tc.mode == "tool" and tc.name:
                 tool_choice = w.NamedToolChoice(type=tc.kind, name=tc.name)
@@ -981,7 +1004,16 @@ def _message_items(m: c.Message, items: list[Any], report: TranslationReport) ->
                 pending.append(_media_part(p))
         else:
             assert type(p) is c.ServerToolUse
-            report.drop("server_tool_use")
+            if p.name == SEARCH and assistant and search.own_call(p):
+                if pending:
+                    items.append(w.MessageItem(role="assistant", content=pending))
+                    pending = []
+                items.append(search.call_out(p))
+            elif p.name == SEARCH and assistant:
+                # Another provider's search, as text: its id is not one OpenAI issued.
+                pending.append(w.AssistantText(text=hosted_search.as_text(p)))
+            else:
+                report.drop("server_tool_use")
     if pending:
         items.append(w.MessageItem(role=_role(assistant), content=pending))
 

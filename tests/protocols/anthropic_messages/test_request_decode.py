@@ -363,13 +363,13 @@ def test_server_tool_blocks_in_history_are_dropped_and_reported() -> None:
                         {
                             "type": "server_tool_use",
                             "id": "srvtoolu_1",
-                            "name": "web_search",
-                            "input": {"query": "x"},
+                            "name": "web_fetch",
+                            "input": {"url": "https://example.org/"},
                         },
                         {
-                            "type": "web_search_tool_result",
+                            "type": "web_fetch_tool_result",
                             "tool_use_id": "srvtoolu_1",
-                            "content": [],
+                            "content": {"type": "web_fetch_tool_result_error", "error_code": "x"},
                         },
                         {"type": "text", "text": "found"},
                     ],
@@ -388,7 +388,7 @@ def test_server_tool_blocks_in_history_are_dropped_and_reported() -> None:
     assert r.messages[2].content == [c.Text(text="ok")]
     assert report.dropped == [
         "messages.content.server_tool_use",
-        "messages.content.web_search_tool_result",
+        "messages.content.web_fetch_tool_result",
         "messages.content.search_result",
     ]
 

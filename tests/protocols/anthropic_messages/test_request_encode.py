@@ -377,13 +377,13 @@ def test_hosted_tools_pass_raw_for_anthropic_and_are_dropped_otherwise() -> None
         hosted_tools=[
             c.HostedTool(protocol="anthropic_messages", type="web_search_20250305", raw=raw),
             c.HostedTool(
-                protocol="openai_responses", type="web_search", raw={"type": "web_search"}
+                protocol="openai_responses", type="file_search", raw={"type": "file_search"}
             ),
         ]
     )
     out, report = encode_req(r)
     assert out["tools"] == [raw]
-    assert report.dropped == ["tools.web_search"]
+    assert report.dropped == ["tools.file_search"]
 
 
 @pytest.mark.parametrize(

@@ -533,7 +533,6 @@ def test_chat_fields_without_cross_protocol_meaning_are_dropped_and_reported() -
         "logit_bias": {"1": 2},
         "seed": 4,
         "prediction": {"type": "content", "content": "x"},
-        "web_search_options": {},
         "store": False,
         "some_future_field": True,
     }

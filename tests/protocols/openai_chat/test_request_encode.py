@@ -266,7 +266,7 @@ def test_upstream_tools_are_function_and_custom_and_hosted_tools_are_dropped() -
             ],
             hosted_tools=[
                 c.HostedTool(
-                    protocol="openai_responses", type="web_search", raw={"type": "web_search"}
+                    protocol="openai_responses", type="file_search", raw={"type": "file_search"}
                 )
             ],
         )
@@ -293,7 +293,7 @@ def test_upstream_tools_are_function_and_custom_and_hosted_tools_are_dropped() -
             },
         },
     ]
-    assert report.dropped == ["tools.web_search"]
+    assert report.dropped == ["tools.file_search"]
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,8 @@ def test_codex_shaped_request_decodes_to_the_conversation_it_describes() -> None
     assert creq.model == "gpt-5-codex" and creq.stream is True
     assert [t.text for t in creq.system] == ["You are Codex, a coding agent."]
     roles = [m.role for m in creq.messages]
-    assert roles == ["user", "user", "assistant", "tool", "assistant", "tool"]
+    # (the replayed web_search_call is the last assistant turn: a canonical search)
+    assert roles == ["user", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     turn = creq.messages[2].content
     assert isinstance(turn[0], c.Reasoning) and turn[0].encrypted_content == "gAAAAB-opaque"
     assert turn[0].item_id == "rs_01" and turn[0].summary and turn[0].text == "**Listing**"
@@ -154,8 +155,12 @@ def test_codex_shaped_request_decodes_to_the_conversation_it_describes() -> None
     assert set(report.dropped) == {
         "include",
         "client_metadata",
-        "input.web_search_call",
+        "tools.web_search.external_web_access",  # cached pages only: no counterpart
     }
+    assert creq.messages[6].content == [
+        c.ServerToolUse(id="ws_01", name="web_search", input={"type": "search", "query": "x"})
+    ]
+    assert creq.web_search == c.WebSearch()
 
 
 def test_instructions_become_the_first_system_text() -> None:
@@ -452,13 +457,13 @@ def test_hosted_tool_items_in_history_are_dropped_and_reported() -> None:
             "model": "m",
             "input": [
                 {"role": "user", "content": "hi"},
-                {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                {"type": "file_search_call", "id": "fs_1", "status": "completed"},
                 {"type": "compaction", "encrypted_content": "x"},
             ],
         }
     )
     assert len(creq.messages) == 1
-    assert report.dropped == ["input.web_search_call", "input.compaction"]
+    assert report.dropped == ["input.file_search_call", "input.compaction"]
 
 
 def test_unknown_item_type_is_a_400_naming_the_path() -> None:
@@ -516,7 +521,7 @@ def test_allowed_tools_choice_keeps_its_mode_and_reports_the_subset_as_lossy() -
 
 
 def test_hosted_tool_choice_becomes_auto_and_is_reported() -> None:
-    creq, report = decode_req({"model": "m", "tool_choice": {"type": "web_search_preview"}})
+    creq, report = decode_req({"model": "m", "tool_choice": {"type": "file_search"}})
     assert creq.tool_choice == c.ToolChoice(mode="auto") and report.dropped == ["tool_choice"]
 
 

@@ -280,8 +280,8 @@ def test_tools_map_function_custom_and_responses_hosted_tools() -> None:
                 ),
                 c.HostedTool(
                     protocol="anthropic_messages",
-                    type="web_search_20250305",
-                    raw={"type": "web_search_20250305"},
+                    type="code_execution_20250825",
+                    raw={"type": "code_execution_20250825"},
                 ),
             ],
         )
@@ -304,7 +304,7 @@ def test_tools_map_function_custom_and_responses_hosted_tools() -> None:
         {"type": "custom", "name": "p", "format": {"type": "grammar", "syntax": "lark"}},
         {"type": "web_search"},
     ]
-    assert report.dropped == ["tools.web_search_20250305"]
+    assert report.dropped == ["tools.code_execution_20250825"]
 
 
 @pytest.mark.parametrize(
@@ -542,7 +542,7 @@ def test_server_tool_parts_and_assistant_media_are_dropped_and_reported() -> Non
         req(
             messages=[
                 assistant(
-                    c.ServerToolUse(id="srv_1", name="web_search"),
+                    c.ServerToolUse(id="srv_1", name="web_fetch"),
                     c.Image(url="https://x/a.png"),
                     c.Text(text="done"),
                 )
