@@ -25,6 +25,9 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     wraps_custom_tools: bool = False
     serves_websocket: bool = False
     stateful: bool = False
+    # STUB (issue 30, search-proxy): no hosted web search; the request side's
+    # predicate replaces this at merge (``search.offer.runs_search`` reads it).
+    hosted_search: bool = False
     usage_tail_bytes: int = TAIL_BYTES
     session_hint = staticmethod(session.session_hint)  # headers: the family's
     # A final assistant message is continued by some Chat servers (vLLM asked with
