@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from proxai_asgi import SearchResult, Searcher
+from proxai_asgi import Searcher, SearchResult
 from proxai_asgi.search import StaticSearch
 from proxai_asgi.search.backend import MAX_SNIPPET_CHARS, run
 
@@ -19,7 +19,11 @@ def test_search_results_become_hits_bounded_by_max_results() -> None:
         use = await run(backend, "call_1", "q", max_results=3)
         assert use.id == "call_1" and use.name == "web_search" and use.input == {"query": "q"}
         assert use.error is None and use.hits is not None
-        assert [h.url for h in use.hits] == ["https://e.example/0", "https://e.example/1", "https://x"]
+        assert [h.url for h in use.hits] == [
+            "https://e.example/0",
+            "https://e.example/1",
+            "https://x",
+        ]
         assert len(use.hits[2].snippet or "") == MAX_SNIPPET_CHARS
         assert use.hits[2].page_age == "2026-01-02"
         few = await run(StaticSearch(HITS), "c", "q", max_results=2)

@@ -118,16 +118,20 @@ def test_an_earlier_search_the_client_replays_reaches_the_model_as_a_call_and_re
     )
     messages = [
         c.Message(role="user", content=[c.Text(text="hi")]),
-        c.Message(role="assistant", content=[c.Text(text="Looking."), use, c.Text(text="Done [1].")]),
+        c.Message(
+            role="assistant", content=[c.Text(text="Looking."), use, c.Text(text="Done [1].")]
+        ),
         c.Message(role="user", content=[c.Text(text="more")]),
     ]
     out = offer.replayed(messages, "web_search")
     roles = [m.role for m in out]
     assert roles == ["user", "assistant", "tool", "assistant", "user"]
     call = out[1].content[-1]
-    assert isinstance(call, c.ToolCall) and call.id == "srv_1" and json.loads(call.arguments) == {
-        "query": "q"
-    }
+    assert (
+        isinstance(call, c.ToolCall)
+        and call.id == "srv_1"
+        and json.loads(call.arguments) == {"query": "q"}
+    )
     result = out[2].content[0]
     assert isinstance(result, c.ToolResult) and "[1] A" in result.content[0].text  # type: ignore[union-attr]
     assert offer.replayed(messages[:1], "web_search") is not None

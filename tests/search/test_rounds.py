@@ -28,7 +28,9 @@ def _answer_round(text: str) -> list[c.StreamEvent]:
         c.BlockDelta(index=0, text=text[:5]),
         c.BlockDelta(index=0, text=text[5:]),
         c.BlockStop(index=0),
-        c.Finish(stop_reason="end_turn", usage=c.Usage(input_tokens=30, output_tokens=7, cached_tokens=4)),
+        c.Finish(
+            stop_reason="end_turn", usage=c.Usage(input_tokens=30, output_tokens=7, cached_tokens=4)
+        ),
     ]
 
 
@@ -38,7 +40,12 @@ HIT = c.SearchHit(url="https://a.example", title="A", snippet="alpha")
 def test_the_rounds_become_one_answer_with_the_search_where_it_happened() -> None:
     rounds = Rounds("web_search")
     out = rounds.feed(_round_with_search())
-    assert [type(e).__name__ for e in out] == ["MessageStart", "BlockStart", "BlockDelta", "BlockStop"]
+    assert [type(e).__name__ for e in out] == [
+        "MessageStart",
+        "BlockStart",
+        "BlockDelta",
+        "BlockStop",
+    ]
     calls = rounds.searches()
     assert [(k.id, k.arguments) for k in calls] == [("call_9", '{"query": "py"}')]
     assistant = rounds.assistant()  # what goes back to the model: its text and the call
