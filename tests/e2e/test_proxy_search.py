@@ -14,7 +14,7 @@ import anthropic
 import openai
 import pytest
 
-from proxai_asgi import ProxaiMiddleware, Route, Searcher, SearchResult, Upstream
+from proxai_asgi import ProxaiMiddleware, Searcher, SearchResult, Upstream
 from proxai_asgi.codec import ProtocolName
 from proxai_asgi.search import StaticSearch
 from tests.helpers import search_stubs
