@@ -60,7 +60,7 @@ class RequestHead(msgspec.Struct):
     stream: bool | None = None
 
 
-Action = Literal["generate", "count_tokens", "compact"]
+Action = Literal["generate", "count_tokens", "compact", "search"]
 
 
 class SessionHint(NamedTuple):

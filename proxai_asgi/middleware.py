@@ -28,7 +28,7 @@ from .responses_state import (
 from .routing import Route, Router, Upstream
 from .routing.state import open_routing_state
 from .search import SearchBackend, Searcher
-from .serving import endpoints
+from .serving import alpha_search, endpoints
 from .serving.context import Context
 from .serving.exchange import JSON_HEADER, Exchange, Handler
 from .serving.generate import compact, generate
@@ -62,6 +62,7 @@ _HANDLERS: dict[Action, Handler] = {
     "generate": generate,
     "count_tokens": endpoints.count_tokens,
     "compact": compact,
+    "search": alpha_search.search,
 }
 
 

@@ -138,26 +138,29 @@ def query_of(call: c.ToolCall) -> str | None:
 
 
 def result_of(use: c.ServerToolUse, first: int) -> c.ToolResult:
-    """A search's outcome as the function's result: its hits numbered from
-    ``first`` (numbers run on across the searches of a conversation), or why there
-    are none."""
+    """A search's outcome as the function's result (``results_text``)."""
+    text = results_text(use, first)
+    return c.ToolResult(call_id=use.id, content=[c.Text(text=text)], is_error=use.error is not None)
+
+
+def results_text(use: c.ServerToolUse, first: int) -> str:
+    """A search's hits numbered from ``first`` (numbers run on across the searches of
+    a conversation), or why there are none."""
+    query = use.input.get("query", "")
     if use.error is not None:
-        text = _ERRORS.get(use.error, _ERRORS["unavailable"])
-        return c.ToolResult(call_id=use.id, content=[c.Text(text=text)], is_error=True)
+        return _ERRORS.get(use.error, _ERRORS["unavailable"])
     hits = use.hits or []
     if not hits:
-        text = f"No results for {use.input.get('query', '')!r}."
-    else:
-        lines = [f"Search results for {use.input.get('query', '')!r}:"]
-        for n, hit in enumerate(hits, first):
-            lines.append(f"\n[{n}] {hit.title or hit.url}\nURL: {hit.url}")
-            if hit.page_age:
-                lines.append(f"Published: {hit.page_age}")
-            if hit.snippet:
-                lines.append(hit.snippet)
-        lines.append("\nCite these sources by their numbers, like [1].")
-        text = "\n".join(lines)
-    return c.ToolResult(call_id=use.id, content=[c.Text(text=text)])
+        return f"No results for {query!r}."
+    lines = [f"Search results for {query!r}:"]
+    for n, hit in enumerate(hits, first):
+        lines.append(f"\n[{n}] {hit.title or hit.url}\nURL: {hit.url}")
+        if hit.page_age:
+            lines.append(f"Published: {hit.page_age}")
+        if hit.snippet:
+            lines.append(hit.snippet)
+    lines.append("\nCite these sources by their numbers, like [1].")
+    return "\n".join(lines)
 
 
 _ERRORS = {

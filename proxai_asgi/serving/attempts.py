@@ -50,6 +50,7 @@ STALL = 5.0
 # A relayed stream keeps its bytes up to this size, to continue it if it is cut.
 MAX_KEPT_STREAM = 4 * 1024 * 1024
 
+
 class Preamble:
     """A stream's events up to its first content (or its failure), decoded only to
     find that point: after it, nothing more is decoded."""

@@ -44,7 +44,7 @@ async def _not_found(scope: Any, receive: Any, send: Any) -> None:
 
 
 @contextlib.contextmanager
-def proxy(model: SearchModel, transport: str, search: Any, **options: Any) -> Iterator[str]:
+def proxy(model: Any, transport: str, search: Any, **options: Any) -> Iterator[str]:
     with contextlib.ExitStack() as es:
         protocol: ProtocolName = model.protocol
         if transport == "inner":

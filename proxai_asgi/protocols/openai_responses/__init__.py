@@ -23,6 +23,9 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
         "/responses": "generate",
         "/v1/responses/compact": "compact",
         "/responses/compact": "compact",
+        # Codex's standalone web search (``web_search = "live"``)
+        "/v1/alpha/search": "search",
+        "/alpha/search": "search",
     }
     upstream_path: str = "/responses"
     wraps_custom_tools: bool = True
