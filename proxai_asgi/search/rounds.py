@@ -32,6 +32,7 @@ class Rounds:
         self.stop: c.StopReason | None = None
         self.finish_event: c.Finish | None = None
         self.started = False
+        self.model = ""  # the model the first round names
         self._offset = 0  # added to this round's indexes
         self._next = 0  # the first index no round used yet
         self._events: list[c.StreamEvent] = []  # this round's own, as the upstream gave them
@@ -50,6 +51,7 @@ class Rounds:
                 self._events.append(ev)
                 if not self.started:
                     self.started = True
+                    self.model = cast(c.MessageStart, ev).model
                     out.append(ev)
                 continue
             if kind is c.Finish:

@@ -128,7 +128,7 @@ class _Client:
         if self.held:
             await ex.body(bytes(self.held))
 
-    async def finish(self, fin: c.Finish) -> None:
+    async def finish(self, fin: c.Finish, model: str) -> None:
         ex = self.ex
         if self.stream:
             await self.emit([fin])
@@ -136,7 +136,7 @@ class _Client:
                 await self._claim()
             if self.claimed:
                 await ex.body(b"", more=False)
-            ex.usage = fin.usage
+            ex.usage, ex.response_model = fin.usage, model
             return
         response = fold([*self.events, fin])
         if not self.race.claim(self.target):
@@ -221,7 +221,7 @@ async def searched(
         request = msgspec.structs.replace(request, messages=[*request.messages, *turns])
         rounds.next_round()
         body = translation.target.encode_request(request, TranslationReport(lossy=True), up)
-    await client.finish(rounds.finish(stop))
+    await client.finish(rounds.finish(stop), rounds.model)
     return None
 
 

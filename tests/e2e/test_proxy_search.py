@@ -231,3 +231,13 @@ def test_a_request_without_search_through_proxy_search_is_relayed_untouched() ->
         msg = _anthropic(url, False, [BASH])
     assert msg["content"][0]["text"] == ANSWER
     assert backend.queries == [] and json.dumps(model.bodies[0]["tools"]) == json.dumps([BASH])
+
+
+def test_an_upstream_with_its_own_search_is_left_to_run_it() -> None:
+    model, backend = SearchModel(protocol="openai_responses", mode="plain"), StaticSearch(HITS)
+    with proxy(model, "http", backend) as url:
+        msg = _anthropic(url, False)
+    assert msg["content"][0]["text"] == ANSWER
+    assert backend.queries == []
+    tools = model.bodies[0].get("tools", [])
+    assert not any(t.get("name") == "web_search" and t.get("type") == "function" for t in tools)
