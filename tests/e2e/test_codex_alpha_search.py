@@ -13,6 +13,7 @@ import pytest
 from proxai_asgi.search import StaticSearch
 from tests.e2e.test_proxy_search import HITS, proxy
 from tests.helpers.search_model import SearchModel
+from tests.helpers.servers import FakeUpstream, Reply
 
 # As Codex's SearchClient sends it (codex-rs/codex-api/src/search.rs), our own values.
 CODEX_SEARCH = {
@@ -95,74 +96,56 @@ def test_a_backend_that_fails_every_query_gives_codex_a_502() -> None:
     assert "search" in error["message"]
 
 
-class HostedSearchModel:
-    """A Responses upstream with its own web search: one search call and a cited answer."""
-
-    protocol = "openai_responses"
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
-        self.bodies.append(json.loads(body))
-        text = "Python 3.14.0 was released in October 2025 (python.org)."
-        answer = {
-            "id": "resp_hosted1",
-            "object": "response",
-            "created_at": 1760000000,
+TEXT = "Python 3.14.0 was released in October 2025 (python.org)."
+# A Responses upstream with its own web search: one search call and a cited answer.
+HOSTED_ANSWER = {
+    "id": "resp_hosted1",
+    "object": "response",
+    "created_at": 1760000000,
+    "status": "completed",
+    "model": "m",
+    "output": [
+        {
+            "type": "web_search_call",
+            "id": "ws_1",
             "status": "completed",
-            "model": "m",
-            "output": [
+            "action": {"type": "search", "query": "python 3.14 release"},
+        },
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [
                 {
-                    "type": "web_search_call",
-                    "id": "ws_1",
-                    "status": "completed",
-                    "action": {"type": "search", "query": "python 3.14 release"},
-                },
-                {
-                    "type": "message",
-                    "id": "msg_1",
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [
+                    "type": "output_text",
+                    "text": TEXT,
+                    "annotations": [
                         {
-                            "type": "output_text",
-                            "text": text,
-                            "annotations": [
-                                {
-                                    "type": "url_citation",
-                                    "url": HITS[0].url,
-                                    "title": "Python 3.14.0",
-                                    "start_index": 41,
-                                    "end_index": len(text) - 1,
-                                }
-                            ],
+                            "type": "url_citation",
+                            "url": HITS[0].url,
+                            "title": "Python 3.14.0",
+                            "start_index": 41,
+                            "end_index": len(TEXT) - 1,
                         }
                     ],
-                },
+                }
             ],
-            "usage": {"input_tokens": 50, "output_tokens": 20, "total_tokens": 70},
-        }
-        data = json.dumps(answer).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": data})
+        },
+    ],
+    "usage": {"input_tokens": 50, "output_tokens": 20, "total_tokens": 70},
+}
+
+
+class HostedSearchModel(FakeUpstream):
+    protocol = "openai_responses"
 
 
 @pytest.mark.parametrize("transport", ["http", "inner"])
 def test_codex_search_is_served_from_the_upstreams_own_search(transport: str) -> None:
     model = HostedSearchModel()
+    json_type = [("content-type", "application/json")]
+    model.push(Reply(200, json_type, [json.dumps(HOSTED_ANSWER).encode()]))
     backend = StaticSearch(HITS)
     with proxy(model, transport, backend) as url:
         resp = _post(url, CODEX_SEARCH)
@@ -171,7 +154,7 @@ def test_codex_search_is_served_from_the_upstreams_own_search(transport: str) ->
     assert out.startswith("Python 3.14.0 was released in October 2025")
     assert "Sources:\n[1] Python 3.14.0\nURL: " + HITS[0].url in out
     assert backend.queries == []  # the upstream searched, not the proxy
-    sent = model.bodies[0]
+    sent = model.seen[0].json()
     assert sent["model"] == "m" and not sent.get("stream")
     assert {
         "type": "web_search",

@@ -60,12 +60,7 @@ class SearchModel:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
         codec = get_codec(self.protocol)
         req = codec.decode_request(body, TranslationReport(lossy=True))
         self.requests.append(req)
@@ -100,6 +95,16 @@ class SearchModel:
             if data:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def read_body(receive: Any) -> bytes:
+    parts = []
+    more = True
+    while more:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(parts)
 
 
 def _text(result: c.ToolResult) -> str:
