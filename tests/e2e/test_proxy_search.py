@@ -241,3 +241,40 @@ def test_an_upstream_with_its_own_search_is_left_to_run_it() -> None:
     assert backend.queries == []
     tools = model.bodies[0].get("tools", [])
     assert not any(t.get("name") == "web_search" and t.get("type") == "function" for t in tools)
+
+
+def _raw_stream(url: str, path: str, body: dict[str, Any]) -> bytes:
+    import httpx
+
+    with httpx.stream("POST", url + path, json=body, headers={"x-api-key": "k"}, timeout=10) as r:
+        assert r.status_code == 200
+        return r.read()
+
+
+@BOTH
+def test_the_rounds_are_one_stream_with_one_start_and_one_end(transport: str) -> None:
+    from tests.helpers.validate_responses import validate_responses_stream
+
+    model, backend = SearchModel(), StaticSearch(HITS)
+    ask = {"model": "m", "max_tokens": 100, "stream": True, "tools": [SEARCH_TOOL]}
+    ask["messages"] = [{"role": "user", "content": "news?"}]
+    with proxy(model, transport, backend) as url:
+        anthropic_raw = _raw_stream(url, "/v1/messages", ask)
+        responses_ask = {
+            "model": "m",
+            "input": "news?",
+            "stream": True,
+            "tools": [{"type": "web_search"}],
+        }
+        responses_raw = _raw_stream(url, "/v1/responses", responses_ask)
+    events = [
+        line[7:] for line in anthropic_raw.decode().splitlines() if line.startswith("event: ")
+    ]
+    assert events.count("message_start") == 1 and events.count("message_stop") == 1
+    assert events[-1] == "message_stop" and events.count("message_delta") == 1
+    assert b'"tool_use"' not in anthropic_raw  # the function call round is not shown
+    assert b'"name": "web_search"' in anthropic_raw or b'"name":"web_search"' in anthropic_raw
+    # the strict validator: sequence numbers, items added and done, the terminal snapshot
+    stream = validate_responses_stream(responses_raw)
+    assert stream.response is not None and stream.response["status"] == "completed"
+    assert [i["type"] for i in stream.response["output"]] == ["web_search_call", "message"]
