@@ -278,3 +278,26 @@ def test_the_rounds_are_one_stream_with_one_start_and_one_end(transport: str) ->
     stream = validate_responses_stream(responses_raw)
     assert stream.response is not None and stream.response["status"] == "completed"
     assert [i["type"] for i in stream.response["output"]] == ["web_search_call", "message"]
+
+
+@BOTH
+def test_a_gemini_clients_google_search_is_run_by_the_proxy_through_a_chat_upstream(
+    transport: str,
+) -> None:
+    import httpx
+
+    model, backend = SearchModel(), StaticSearch(HITS)
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "news?"}]}],
+        "tools": [{"googleSearch": {}}],
+    }
+    with proxy(model, transport, backend) as url:
+        path = "/v1beta/models/m:generateContent"
+        r = httpx.post(url + path, headers={"x-goog-api-key": "k"}, json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    candidate = r.json()["candidates"][0]
+    assert candidate["content"]["parts"][-1]["text"] == ANSWER
+    assert r.json()["usageMetadata"]["promptTokenCount"] == 300
+    assert backend.queries == [QUERY] and len(model.bodies) == 2
+    # (groundingMetadata is the response side's Gemini encoder's: the lead checks it
+    # here once that merges; streamed Gemini needs its ServerTool event too.)
