@@ -221,6 +221,7 @@ async def searched(
         request = msgspec.structs.replace(request, messages=[*request.messages, *turns])
         rounds.next_round()
         body = translation.target.encode_request(request, TranslationReport(lossy=True), up)
+    logger.info("proxai_asgi ran %d web searches (%d with results)", used, rounds.searched)
     await client.finish(rounds.finish(stop), rounds.model)
     return None
 

@@ -135,3 +135,11 @@ def test_an_earlier_search_the_client_replays_reaches_the_model_as_a_call_and_re
     result = out[2].content[0]
     assert isinstance(result, c.ToolResult) and "[1] A" in result.content[0].text  # type: ignore[union-attr]
     assert offer.replayed(messages[:1], "web_search") is not None
+
+
+def test_a_body_that_may_search_is_told_by_its_bytes() -> None:
+    from proxai_asgi.serving.searching import may_search
+
+    assert may_search(b'{"tools":[{"type":"web_search_20250305"}]}')
+    assert may_search(b'{"tools":[{"googleSearch":{}}]}') and may_search(b'{"google_search":{}}')
+    assert not may_search(b'{"tools":[{"name":"Bash"}]}')
