@@ -69,7 +69,10 @@ async def run(
         use.error = "unavailable"
         return use
     except Exception as exc:  # a backend's failure is the search's, never the answer's
-        logger.warning("proxai_asgi web search failed: %s", loggable(str(exc)[:200]))
+        # Only a SearchError's message is known to hold no secret (another exception's
+        # may quote a URL with the backend's key): of the others, the class.
+        said = str(exc)[:200] if isinstance(exc, SearchError) else type(exc).__name__
+        logger.warning("proxai_asgi web search failed: %s", loggable(said))
         use.error = "unavailable"
         return use
     use.hits = [

@@ -74,3 +74,15 @@ def test_search_result_is_a_small_frozen_value() -> None:
     assert r.page_age is None
     with pytest.raises(AttributeError):
         r.url = "x"  # type: ignore[misc]
+
+
+def test_a_backends_own_exception_is_logged_by_its_class_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def leaky(query: str, *, max_results: int = 5) -> list[SearchResult]:
+        raise RuntimeError("GET https://search.example/?key=sk-secret-1 failed")
+
+    with caplog.at_level("WARNING", logger="proxai_asgi"):
+        use = anyio.run(run, leaky, "c", "q")
+    assert use.error == "unavailable"
+    assert "RuntimeError" in caplog.text and "sk-secret-1" not in caplog.text
