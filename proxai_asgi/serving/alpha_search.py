@@ -126,6 +126,7 @@ async def _backend(ex: Exchange, queries: list[str]) -> str:
         failed += use.error is not None
         texts.append(offer.results_text(use, first))
         first += len(use.hits or ())
+    ex.usage = c.Usage(server_tool_requests=len(queries) - failed)  # (the ledger's count)
     if failed == len(queries):
         raise ProxyError(
             502, "web search failed: the search backend did not answer", kind="bad_gateway"
