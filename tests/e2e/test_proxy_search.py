@@ -301,3 +301,26 @@ def test_a_gemini_clients_google_search_is_run_by_the_proxy_through_a_chat_upstr
     assert backend.queries == [QUERY] and len(model.bodies) == 2
     # (groundingMetadata is the response side's Gemini encoder's: the lead checks it
     # here once that merges; streamed Gemini needs its ServerTool event too.)
+
+
+@STREAMS
+def test_the_ledger_counts_the_proxys_searches_and_both_rounds_tokens(
+    stream: bool, tmp_path: Any
+) -> None:
+    import sqlite3
+
+    model, backend = SearchModel(), StaticSearch(HITS)
+    db = tmp_path / "usage.db"
+    with serve(model) as base:
+        up = Upstream("openai_chat_completions", base + "/v1")
+        app = ProxaiMiddleware(_not_found, upstream=up, search=backend, ledger=f"sqlite:///{db}")
+        with serve(app, close_app=True) as url:
+            _anthropic(url, stream)
+    row = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT server_tool_requests, input_tokens, output_tokens, status FROM proxai_usage"
+        )
+        .fetchall()
+    )
+    assert row == [(1, 300, 20, 200)]
