@@ -129,7 +129,7 @@ def test_a_brave_that_does_not_answer_in_time_is_a_search_error(
     brave: tuple[FakeBrave, str],
 ) -> None:
     fake, url = brave
-    fake.delay = 2.0
+    fake.delay = 0.5
 
     async def go() -> None:
         backend = BraveSearch(KEY, base_url=url, timeout=0.05)
