@@ -60,7 +60,7 @@ class RequestHead(msgspec.Struct):
     stream: bool | None = None
 
 
-Action = Literal["generate", "count_tokens", "compact"]
+Action = Literal["generate", "count_tokens", "compact", "search"]
 
 
 class SessionHint(NamedTuple):
@@ -417,6 +417,9 @@ def fold(events: Sequence[c.StreamEvent]) -> c.Response:
             p = blocks.get(ev.index)
             if isinstance(p, c.Text):
                 p.citations = (p.citations or []) + ev.citations
+        elif isinstance(ev, c.ServerTool):  # a hosted tool's call and result, in place
+            blocks[ev.index] = ev.use
+            order.append(ev.index)
         elif isinstance(ev, c.Finish):
             finish = ev
         elif isinstance(ev, c.StreamError):

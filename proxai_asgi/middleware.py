@@ -27,7 +27,8 @@ from .responses_state import (
 )
 from .routing import Route, Router, Upstream
 from .routing.state import open_routing_state
-from .serving import endpoints
+from .search import SearchBackend, Searcher
+from .serving import alpha_search, endpoints
 from .serving.context import Context
 from .serving.exchange import JSON_HEADER, Exchange, Handler
 from .serving.generate import compact, generate
@@ -61,6 +62,7 @@ _HANDLERS: dict[Action, Handler] = {
     "generate": generate,
     "count_tokens": endpoints.count_tokens,
     "compact": compact,
+    "search": alpha_search.search,
 }
 
 
@@ -107,6 +109,10 @@ class ProxaiMiddleware:
     The account of every exchange (``docs/observability.md``): ``metrics=True`` serves
     ``GET {prefix}/metrics`` (``metrics/``); ``ledger`` keeps one record per exchange,
     priced by ``prices``; ``budgets`` refuse spent owners or routes with a 429 (``usage/``).
+
+    ``search`` (``async def search(query, *, max_results=5) -> list[SearchResult]``, or
+    a ``Searcher``) runs the web searches of clients whose upstream has no search of
+    its own (``serving/searching.py``); without it they are answered as unavailable.
     """
 
     def __init__(
@@ -138,6 +144,7 @@ class ProxaiMiddleware:
         prices: str | PriceTable | None = None,
         budgets: Sequence[Budget] | Budgets = (),
         cost_header: bool = False,
+        search: SearchBackend | Searcher | None = None,
     ) -> None:
         if (upstream is None) == (not routes):
             raise ValueError("give exactly one of upstream= or routes=")
@@ -193,6 +200,7 @@ class ProxaiMiddleware:
                 budgets=open_budgets(budgets, self.stored.store),
                 cost_header=cost_header,
             ),
+            search if isinstance(search, Searcher) else Searcher(search),
         )
 
     def _local(self, scope: Scope) -> str:
@@ -234,7 +242,7 @@ class ProxaiMiddleware:
             # A CORS preflight for an LLM path: answered here, never by ``app``.
             shape = self._shape(scope, self._local(scope))
             if shape is not None:
-                await self._preflight(scope, send, shape)
+                await _preflight(self.origins, scope, send, shape)
                 return
         elif kind == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
@@ -266,16 +274,6 @@ class ProxaiMiddleware:
             await _json(send, 403, shape.encode_error(err))
             return None
         return send if cors is None else with_cors(send, cors)
-
-    async def _preflight(self, scope: Scope, send: Send, shape: Codec) -> None:
-        allowed, cors = self.origins.admit(scope)
-        if not allowed:
-            err = ProxyError(403, _ORIGIN_REFUSED, kind="permission", code="origin_not_allowed")
-            await _json(send, 403, shape.encode_error(err))
-            return
-        headers = [] if cors is None else preflight_headers(scope, cors)
-        await send({"type": "http.response.start", "status": 204, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
 
     def _lists_models(self, path: str) -> bool:
         return self.serve_models and path in self.listing_paths
@@ -314,6 +312,18 @@ class ProxaiMiddleware:
         await self.stored.aclose()
         await self.context.routing.aclose()
         await self.context.accounting.aclose()
+        await self.context.search.aclose()
+
+
+async def _preflight(origins: OriginPolicy, scope: Scope, send: Send, shape: Codec) -> None:
+    allowed, cors = origins.admit(scope)
+    if not allowed:
+        err = ProxyError(403, _ORIGIN_REFUSED, kind="permission", code="origin_not_allowed")
+        await _json(send, 403, shape.encode_error(err))
+        return
+    headers = [] if cors is None else preflight_headers(scope, cors)
+    await send({"type": "http.response.start", "status": 204, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _scrape(metrics: Metrics, scope: Scope, send: Send) -> None:

@@ -11,6 +11,7 @@ here awaits, reads a socket or knows which protocols are composed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import msgspec
@@ -56,6 +57,8 @@ class Translation(msgspec.Struct):
     body: bytes  # what goes upstream
     dropped: list[str]  # fields the upstream cannot express, reported to the client
     wrapped: frozenset[str]  # custom tools sent as functions, unwrapped on the way back
+    # The canonical request the upstream got, when it is not ``request`` (``offer``).
+    upstream: c.Request | None = None
 
 
 def prepare(
@@ -66,12 +69,15 @@ def prepare(
     *,
     model: str | None = None,
     stream: bool | None = None,
+    offer: Callable[[c.Request], c.Request] | None = None,
 ) -> Translation:
     """A client request body as ``target``'s upstream request.
 
     ``model`` and ``stream`` override the body's (a routed ``model_rewrite``, or what a
-    path-addressed client's URL says). Raises ``ProxyError`` for a request the client's
-    provider would reject or the upstream cannot honour.
+    path-addressed client's URL says). ``offer`` gives the request the upstream
+    gets when it is not the client's (the proxy's search offered as a function).
+    Raises ``ProxyError`` for a request the client's provider would reject or the
+    upstream cannot honour.
     """
     report = TranslationReport(upstream.lossy)
     request = client.decode_request(body, report)
@@ -83,10 +89,12 @@ def prepare(
     wrapped: frozenset[str] = frozenset()
     if client.wraps_custom_tools and not target.takes_custom_tools(upstream):
         wrapped = custom_tools.wrap(request)
-    out = target.encode_request(request, report, upstream)
+    sent = offer(request) if offer is not None else request
+    out = target.encode_request(sent, report, upstream)
     if report.dropped:
         logger.debug("dropped fields %s (%s -> %s)", report.dropped, client.name, target.name)
-    return Translation(client, target, request, out, report.dropped, wrapped)
+    upstream_request = sent if sent is not request else None
+    return Translation(client, target, request, out, report.dropped, wrapped, upstream_request)
 
 
 def answering(

@@ -67,6 +67,11 @@ class UpstreamOptions:
     # Anthropic upstreams: place cache breakpoints for clients whose protocol caches
     # prompt prefixes implicitly (``anthropic_messages/cache_breakpoints.py``).
     cache_breakpoints: bool = True
+    # Web search: the proxy runs the client's hosted search tool itself (its search
+    # backend, the search offered to the model as a function) even though this
+    # upstream's protocol has a hosted search (a compatible server without one).
+    # Upstreams whose protocol has none (Chat Completions) always get it run so.
+    proxy_search: bool = False
 
     def __post_init__(self) -> None:
         if self.continuation not in (None, "prefill", "restart", "off"):

@@ -121,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="an x-proxai-cost header (USD) on plain successful answers",
     )
+    p.add_argument(
+        "--search",
+        metavar="BACKEND",
+        help="run clients' web searches for upstreams without one with this backend: "
+        "brave (its key in $BRAVE_API_KEY; default $PROXAI_SEARCH, search.backend; none)",
+    )
     p.add_argument("--log-level", help="debug, info, warning (default info)")
     p.add_argument(
         "--allow-origin",
@@ -243,6 +249,7 @@ def build_app(
         metrics=_metrics(server.metrics),
         ledger=ledger,
         budgets=cfg.build_budgets(conf),
+        search=cfg.build_search(conf.search, env, args.search),
         **cfg.admission_options(server),
     )
     return app, server

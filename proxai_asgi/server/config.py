@@ -56,6 +56,16 @@ fallbacks = [                # tried in order once "claude" (every key) failed b
 ]
 ```
 
+[search]                     # web search the proxy runs for upstreams without one (Chat
+                             # Completions, or an upstream with proxy_search = true)
+backend = "brave"            # the Brave Search API ($PROXAI_SEARCH, --search); unset: none,
+                             # and a client's search is answered as unavailable
+api_key_env = "BRAVE_API_KEY"  # the variable holding the backend's key (this by default)
+# base_url = "https://api.search.brave.com"
+max_results = 5              # results per search
+timeout = 15                 # seconds a search may take, else it failed ("unavailable")
+max_searches = 8             # searches per answer, whatever the client's max_uses
+
 [[budgets]]                  # limits checked before any upstream is called (a 429 when spent)
 tokens = 2000000             # or usd = 25.0 (exactly one)
 window = "1d"                # fixed windows aligned to the epoch: "1h", "30d", "90s", or seconds
@@ -84,6 +94,7 @@ import msgspec
 
 from ..codec import PROTOCOLS, ProtocolName
 from ..routing import Fallback, Route, Upstream
+from ..search import BraveSearch, Searcher
 from ..serving.origins import normalize as normalize_origin
 from ..usage.budgets import Budget, check_distinct
 from ..usage.prices import load_prices
@@ -155,12 +166,49 @@ class BudgetConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     hold_ttl: float | None = None
 
 
+class SearchConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    backend: str | None = None  # "brave"; None: no backend
+    api_key_env: str | None = None  # None: the backend's usual variable
+    base_url: str | None = None
+    max_results: int = 5
+    timeout: float = 15.0
+    max_searches: int = 8
+
+
+# The search backends a configuration can name, and the variable each key is read from.
+SEARCH_BACKENDS = {"brave": "BRAVE_API_KEY"}
+
+
+def build_search(conf: SearchConfig, env: dict[str, str], backend: str | None = None) -> Searcher:
+    """The ``[search]`` table (``backend`` overriding its backend) as a ``Searcher``."""
+    name = backend or env.get("PROXAI_SEARCH") or conf.backend
+    found: BraveSearch | None = None
+    if name:
+        if name not in SEARCH_BACKENDS:
+            raise ConfigError(
+                f"search.backend: {name!r} is not one of {', '.join(sorted(SEARCH_BACKENDS))}"
+            )
+        variable = conf.api_key_env or SEARCH_BACKENDS[name]
+        key = env.get(variable)
+        if not key:
+            raise ConfigError(f"search.api_key_env: ${variable} is not set")
+        options: dict[str, Any] = {"timeout": conf.timeout}
+        if conf.base_url:
+            options["base_url"] = conf.base_url
+        found = BraveSearch(key, **options)
+    try:
+        return Searcher(found, conf.max_results, conf.timeout, conf.max_searches)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     upstreams: list[dict[str, Any]] = msgspec.field(default_factory=list)
     routes: list[RouteConfig] = msgspec.field(default_factory=list)
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
     budgets: list[BudgetConfig] = msgspec.field(default_factory=list)
+    search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     # The price table: a TOML price file's path, or the same as a [prices] table
     # (``usage.prices`` documents the format); unset: the default table.
     prices: str | dict[str, Any] | None = None

@@ -30,8 +30,8 @@ from ..routing.failures import Failure, classify_exception, classify_status, cla
 from ..sse import SSEDecoder
 from ..transport.pumping import pump
 from ..transport.upstream import RawHeaders, UpstreamResponse, client_headers_from_upstream
-from . import continuing
-from .exchange import ask_usage, cost_headers, usage_sink
+from . import continuing, searching
+from .exchange import SSE_HEADERS, ask_usage, cost_headers, is_content, usage_sink
 from .failover import Failed, Race
 from .model_rewrite import rewrite_model
 from .passthrough import PassthroughRelay, relayed_usage
@@ -49,22 +49,6 @@ MAX_JSON_BODY = 64 * 1024 * 1024
 STALL = 5.0
 # A relayed stream keeps its bytes up to this size, to continue it if it is cut.
 MAX_KEPT_STREAM = 4 * 1024 * 1024
-
-SSE_HEADERS: RawHeaders = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
-
-
-def is_content(event: object) -> bool:
-    """The answer's first content: text, thinking or tool arguments, a tool call's
-    name, or its end. A message or an empty block opened is not content yet: a
-    failure after only those can still go to another target unseen."""
-    kind = type(event)
-    if kind is c.BlockDelta or kind is c.Finish or kind is tuple:  # (tuple: a text run)
-        return True
-    return kind is c.BlockStart and cast(c.BlockStart, event).kind == "tool_call"
 
 
 class Preamble:
@@ -120,9 +104,14 @@ async def attempt(race: Race, target: Target) -> Failed | None:
     """``target`` asked for the answer; the failure before its first content, if any."""
     ex = race.ex
     try:
+        up = target.upstream
+        # (an upstream the proxy searches for: a body that may search is translated;
+        # a body holding our search placeholder is translated, never relayed)
+        searches = up.proxy_search and searching.may_search(ex.request_body)
         if (
-            target.upstream.protocol == ex.client.name
+            up.protocol == ex.client.name
             and not isinstance(ex.turn, Turn)
+            and not searches
             and not holds_search_placeholder(ex.request_body)
         ):
             return await _relay(race, target)
@@ -314,12 +303,17 @@ async def _translate(race: Race, target: Target) -> Failed | None:
     ex = race.ex
     up = target.upstream
     codec = get_codec(up.protocol)
+    found = searching.Offer(ex.mw.search, codec, up)
     translation = pipeline.prepare(
-        ex.client, codec, ex.request_body, up, model=target.model, stream=ex.stream
+        ex.client, codec, ex.request_body, up, model=target.model, stream=ex.stream, offer=found
     )
     if isinstance(ex.turn, Turn):  # a stored turn: the answer names what it continued,
         translation.request.previous_response_id = ex.turn.previous_id
         translation.request.response_id = ex.turn.response_id  # and the id it is kept under
+    if found.web_search is not None:  # the proxy runs the client's web search
+        return await searching.searched(
+            race, target, translation, found, lambda err: _answer(ex, target, err)
+        )
     async with ex.open(up, translation.body, passthrough=False, call=_call(ex, target)) as resp:
         if not 200 <= resp.status < 300:
             data = await resp.read(MAX_ERROR_BODY)

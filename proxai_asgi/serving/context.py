@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..responses_state.stored_responses import StoredResponses
     from ..routing import Router, Upstream
     from ..routing.health import RoutingState
+    from ..search.backend import Searcher
     from ..transport.base import Transports
     from ..transport.upstream import (
         ASGIApp,
@@ -41,6 +42,7 @@ class Context:
     queue_timeout: float
     routing: RoutingState  # cooldowns, key health and session bindings (``routing.health``)
     accounting: Accounting  # ledger, metrics, prices and budgets (``usage.accounting``)
+    search: Searcher  # web searches the proxy runs itself (``serving.searching``)
 
     def open_upstream(
         self,

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_to_bytes
 
 import anyio
@@ -65,6 +65,21 @@ _NOT_JSON = frozenset(
 )
 
 Handler = Callable[["Exchange", bytes], Coroutine[Any, Any, None]]
+SSE_HEADERS: RawHeaders = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def is_content(event: object) -> bool:
+    """The answer's first content: text, thinking or tool arguments, a tool call's
+    name, or its end. A message or an empty block opened is not content yet: a
+    failure after only those can still go to another target unseen."""
+    kind = type(event)
+    if kind is c.BlockDelta or kind is c.Finish or kind is tuple:  # (tuple: a text run)
+        return True
+    return kind is c.BlockStart and cast(c.BlockStart, event).kind == "tool_call"
 
 
 def _query_key(query: bytes) -> bytes | None:

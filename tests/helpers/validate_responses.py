@@ -76,6 +76,7 @@ ID_PREFIX = {
     "reasoning": "rs_",
     "function_call": "fc_",
     "custom_tool_call": "ctc_",
+    "web_search_call": "ws_",  # (issue 30: a hosted search, or one the proxy ran)
 }
 PART_OF_DELTA = {
     "response.output_text.delta": "output_text",

@@ -57,8 +57,8 @@ class AnthropicMessagesCodec(BodyAddressed):
         return False
 
     def hosts_web_search(self, options: UpstreamOptions) -> bool:
-        # Anthropic's ``web_search_*`` server tool
-        return True
+        # Anthropic's ``web_search_*`` server tool, unless the operator has the proxy search
+        return not options.proxy_search
 
     # ---- client side
     decode_request = staticmethod(request.decode_request)

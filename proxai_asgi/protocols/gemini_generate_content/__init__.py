@@ -49,8 +49,8 @@ class GeminiGenerateContentCodec:
         return False
 
     def hosts_web_search(self, options: UpstreamOptions) -> bool:
-        # Google Search grounding (``googleSearch``)
-        return True
+        # Google Search grounding (``googleSearch``), unless the operator has the proxy search
+        return not options.proxy_search
 
     serves = staticmethod(paths.serves)
     inner_path = staticmethod(paths.inner_path)

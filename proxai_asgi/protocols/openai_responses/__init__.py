@@ -30,6 +30,9 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
         "/responses": "generate",
         "/v1/responses/compact": "compact",
         "/responses/compact": "compact",
+        # Codex's standalone web search (``web_search = "live"``)
+        "/v1/alpha/search": "search",
+        "/alpha/search": "search",
     }
     upstream_path: str = "/responses"
     wraps_custom_tools: bool = True
@@ -44,8 +47,8 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
         return True
 
     def hosts_web_search(self, options: UpstreamOptions) -> bool:
-        # the hosted ``web_search`` tool
-        return True
+        # the hosted ``web_search`` tool, unless the operator has the proxy search
+        return not options.proxy_search
 
     # ---- client side
     decode_request = staticmethod(request.decode_request)
