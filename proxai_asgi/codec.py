@@ -381,6 +381,9 @@ def fold(events: Sequence[c.StreamEvent]) -> c.Response:
             p = blocks.get(ev.index)
             if isinstance(p, c.Text):
                 p.citations = (p.citations or []) + ev.citations
+        elif isinstance(ev, c.ServerTool):
+            blocks[ev.index] = ev.use
+            order.append(ev.index)
         elif isinstance(ev, c.Finish):
             finish = ev
         elif isinstance(ev, c.StreamError):
@@ -501,8 +504,11 @@ def unfold(response: c.Response) -> list[c.StreamEvent]:
                             index=i, signature=p.signature, thought_signature=p.thought_signature
                         )
                     )
+        elif isinstance(p, c.ServerToolUse):
+            out.append(c.ServerTool(index=i, use=p))  # whole, between blocks
+            continue
         else:
-            continue  # server tool parts have no canonical stream shape
+            continue
         out.append(c.BlockStop(index=i))
     out.append(
         c.Finish(
