@@ -65,7 +65,13 @@ DELTA_FOR_BLOCK = {
     "input_json_delta": "tool_use",
 }
 SEARCH_ERRORS = frozenset(
-    {"invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests", "query_too_long"}
+    {
+        "invalid_tool_input",
+        "unavailable",
+        "max_uses_exceeded",
+        "too_many_requests",
+        "query_too_long",
+    }
 )
 TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 

@@ -115,7 +115,9 @@ def search_result_in(use: c.ServerToolUse, content: Any) -> None:
             ),
         )
         for x in content
-        if isinstance(x, dict) and x.get("type") == "web_search_result" and isinstance(x.get("url"), str)
+        if isinstance(x, dict)
+        and x.get("type") == "web_search_result"
+        and isinstance(x.get("url"), str)
     ]
 
 
@@ -197,7 +199,9 @@ def search_result_content(use: c.ServerToolUse) -> Any:
     return out
 
 
-def search_blocks(use: c.ServerToolUse) -> tuple[wire.ServerToolUseBlock, wire.WebSearchToolResultBlock]:
+def search_blocks(
+    use: c.ServerToolUse,
+) -> tuple[wire.ServerToolUseBlock, wire.WebSearchToolResultBlock]:
     sid = search_id(use)
     return (
         wire.ServerToolUseBlock(id=sid, name="web_search", input={"query": sr.query_of(use)}),
@@ -322,11 +326,11 @@ def decode_response(body: bytes) -> c.Response:
             servers[b.id] = server
             parts.append(server)
         elif type(b) is wire.WebSearchToolResultBlock:
-            server = servers.get(b.tool_use_id)
-            if server is None:
-                server = c.ServerToolUse(id=b.tool_use_id, name="web_search")
-                parts.append(server)
-            search_result_in(server, b.content)
+            found = servers.get(b.tool_use_id)
+            if found is None:
+                found = c.ServerToolUse(id=b.tool_use_id, name="web_search")
+                parts.append(found)
+            search_result_in(found, b.content)
     return c.Response(
         id=msg.id,
         model=msg.model,

@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from .response import search_blocks, search_result_in
 from . import wire
+from .response import search_blocks, search_result_in
 
 _json = msgspec.json.Decoder()
 
@@ -79,7 +79,8 @@ def search_frames(use: c.ServerToolUse, first: int, frame: Any) -> bytes:
         (
             frame(
                 wire.ContentBlockStartEvent(
-                    index=first, content_block=wire.ServerToolUseBlock(id=call.id, name=call.name, input={})
+                    index=first,
+                    content_block=wire.ServerToolUseBlock(id=call.id, name=call.name, input={}),
                 )
             ),
             frame(

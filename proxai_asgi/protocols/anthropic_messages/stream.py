@@ -38,10 +38,10 @@ from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
+from .._kit import search_results as sr
 from .._kit import tokens
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import wire
-from .._kit import search_results as sr
 from .errors import error_event, stream_error_from_body
 from .response import (
     KNOWN_OUTPUT_TYPES,

@@ -237,7 +237,9 @@ def _grounded(
     """The grounding's citations onto the text parts, and its searches before the
     first of them (Gemini searched before it wrote)."""
     texts = [p for p in content if type(p) is c.Text]
-    for part, cites in zip(texts, grounding.citations_in(meta, [t.text for t in texts])):
+    for part, cites in zip(
+        texts, grounding.citations_in(meta, [t.text for t in texts]), strict=True
+    ):
         if cites:
             part.citations = cites
     at = next((i for i, p in enumerate(content) if type(p) is c.Text), len(content))

@@ -33,8 +33,8 @@ from ...lazy_decoder import LazyDecoder
 from ...sse import encode_event
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import grounding, signatures, wire
-from .grounding import grounding_out
 from .errors import error_response, stream_error
+from .grounding import grounding_out
 from .response import (
     args_out,
     arguments_json,
@@ -235,10 +235,12 @@ class GeminiStreamDecoder:
             return []
         blocks = list(self._texts)
         texts = ["".join(self._texts[i]) for i in blocks]
-        for i, cites in zip(blocks, grounding.citations_in(meta, texts)):
+        for i, cites in zip(blocks, grounding.citations_in(meta, texts), strict=True):
             if cites:
                 out.append(c.Citations(index=i, citations=cites))
-        return [c.ServerTool(index=self._new(), use=u) for u in grounding.searches_in(meta, self._id)]
+        return [
+            c.ServerTool(index=self._new(), use=u) for u in grounding.searches_in(meta, self._id)
+        ]
 
     def _new(self) -> int:
         i = self._next

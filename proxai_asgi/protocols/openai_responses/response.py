@@ -255,8 +255,8 @@ def terminal_status(stop: c.StopReason | None) -> str:
 def citation_out(cite: c.Citation, text: str) -> w.UrlCitation:
     """A citation as a url_citation annotation of the text part ``text``: its own
     offsets, else where its cited text is in the part, else the whole part."""
-    if cite.start_index is not None and cite.end_index is not None:
-        start, end = cite.start_index, cite.end_index
+    if cite.end_index is not None:  # (a stream announces it at once: ``spans_whole_part``)
+        start, end = cite.start_index or 0, cite.end_index
     else:
         start, end = sr.span_of(text, cite)
     return w.UrlCitation(url=cite.url, title=cite.title or "", start_index=start, end_index=end)
@@ -274,7 +274,9 @@ def search_in(item: w.UpWebSearchCall) -> c.ServerToolUse:
     hits = None
     if isinstance(sources, list):
         hits = [
-            c.SearchHit(url=s["url"], title=s.get("title") if isinstance(s.get("title"), str) else None)
+            c.SearchHit(
+                url=s["url"], title=s.get("title") if isinstance(s.get("title"), str) else None
+            )
             for s in sources
             if isinstance(s, dict) and isinstance(s.get("url"), str)
         ]

@@ -9,9 +9,9 @@ import pytest
 from anthropic.types import Message
 
 from proxai_asgi import canonical as c
-from proxai_asgi.protocols._kit import search_results as sr
 from proxai_asgi import reasoning_carry
 from proxai_asgi.errors import ProxyError
+from proxai_asgi.protocols._kit import search_results as sr
 from proxai_asgi.protocols.anthropic_messages import CODEC
 from tests.helpers import captures as cap
 
