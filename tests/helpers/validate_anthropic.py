@@ -312,3 +312,25 @@ def validate_anthropic_stream(body: bytes) -> AnthropicStream:
             raise AssertionError(f"event {i}: unknown event type {name!r}")
     assert phase in ("stopped", "errored"), f"stream ended in phase {phase!r} (no terminal)"
     return s
+
+
+def validate_anthropic_message(body: bytes) -> dict[str, Any]:
+    """A non-streamed Message: its blocks as a stream's would be (search blocks and
+    search citations included), and its usage."""
+    m = json.loads(body)
+    assert m.get("type") == "message" and m.get("role") == "assistant", "bad message"
+    assert isinstance(m.get("id"), str) and m["id"].startswith("msg_"), "bad message id"
+    assert m.get("stop_reason") in STOP_REASONS, f"bad stop_reason {m.get('stop_reason')!r}"
+    _check_usage(m.get("usage"), "message")
+    tool_ids: set[str] = set()
+    for i, b in enumerate(m.get("content") or []):
+        if b.get("type") == "server_tool_use":
+            _check_start(i, {**b, "input": {}}, tool_ids)
+            assert isinstance((b.get("input") or {}).get("query"), str), f"block {i}: query"
+        elif b.get("type") == "text":
+            assert isinstance(b.get("text"), str) and b["text"], f"block {i}: empty text"
+            for x in b.get("citations") or []:
+                check_citation(f"block {i}", x)
+        elif b.get("type") == "web_search_tool_result":
+            _check_start(i, b, tool_ids)
+    return m

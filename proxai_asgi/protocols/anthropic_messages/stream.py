@@ -495,10 +495,9 @@ class AnthropicStreamEncoder:
         self._waiting: deque[int] = deque()
         self._buffers: dict[int, list[c.StreamEvent]] = {}
         self._seen: set[int] = set()  # every canonical index ever started
-        # A client that offered search: its text is kept to cite from, and the answer
-        # held until its first search (``search_stream``).
-        self._cites = request.web_search is not None
-        self._hold = SearchHold() if self._cites else None
+        # A client that offered search: the answer is held until its first search
+        # (``search_stream``).
+        self._hold = SearchHold() if request.web_search is not None else None
         self._searches = 0
 
     def encode(self, event: c.StreamEvent) -> bytes:
@@ -526,6 +525,8 @@ class AnthropicStreamEncoder:
             return None
         if index != block.index:
             return None
+        if block.text is not None:
+            block.text += texts
         head = block.delta_head
         return head + (_DELTA_TAIL + head).join(map(_encoder.encode, texts)) + _DELTA_TAIL
 
@@ -609,6 +610,8 @@ class AnthropicStreamEncoder:
     def _on_block_delta(self, ev: c.BlockDelta) -> bytes:
         block = self._block
         if block is not None and block.direct and ev.index == block.index and ev.text:
+            if block.text is not None:
+                block.text.append(ev.text)
             return block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL  # the hot path
         return self._on_block_event(ev)
 
@@ -655,8 +658,8 @@ class AnthropicStreamEncoder:
             b.direct = b.kind in ("text", "reasoning") or (
                 b.kind == "tool_call" and b.tool_kind != "custom"
             )
-            if b.kind == "text" and self._cites:
-                b.direct, b.text = False, []  # its text kept (``_apply``)
+            if b.kind == "text":
+                b.text = []  # kept (references) for the cited text of a span citation
         return frame(wire.ContentBlockStartEvent(index=b.wire_index, content_block=block))
 
     def _delta(self, delta: wire.Delta) -> bytes:

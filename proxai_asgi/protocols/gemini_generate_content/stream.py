@@ -353,10 +353,11 @@ class GeminiStreamEncoder:
         self._done = False
         self._tail: bytes | None = None  # ``"modelVersion":...}`` of every frame
         self._cut: ProxyError | None = None  # a call whose arguments are not an object
-        # Grounding goes on the last chunk: the searches, and (for a client that offered
-        # search) each text block's text and citations, for the supports' byte offsets.
+        # Grounding goes on the last chunk: the searches, and each text block's text and
+        # citations, for the supports' byte offsets (the text kept as the Responses
+        # encoder keeps its chunks: references, no copies).
         self._searches: list[c.ServerToolUse] = []
-        self._texts: dict[int, list[str]] | None = {} if request.web_search else None
+        self._texts: dict[int, list[str]] = {}
         self._cites: dict[int, list[c.Citation]] = {}
 
     def encode(self, event: c.StreamEvent) -> bytes:
@@ -376,7 +377,7 @@ class GeminiStreamEncoder:
         if self._pending is not None or tail is None:
             return None
         self._has_text = True
-        if self._texts is not None and index in self._texts:
+        if index in self._texts:
             self._texts[index].extend(texts)
         end = _TEXT_TAIL + b"," + tail + b"\r\n\r\n"
         return _DELTA_HEAD + (end + _DELTA_HEAD).join(map(_encoder.encode, texts)) + end
@@ -413,7 +414,7 @@ class GeminiStreamEncoder:
 
     def _on_block_start(self, ev: c.BlockStart) -> bytes:
         self._blocks.setdefault(ev.index, _Block(ev))
-        if self._texts is not None and ev.kind in ("text", "refusal"):
+        if ev.kind in ("text", "refusal"):
             self._texts.setdefault(ev.index, [])
         return b""
 
@@ -430,8 +431,7 @@ class GeminiStreamEncoder:
             return self._delta_frame(ev.text, _THOUGHT_TAIL)
         if block.kind in ("text", "refusal"):
             self._has_text = True
-            if self._texts is not None:
-                self._texts[ev.index].append(ev.text)
+            self._texts[ev.index].append(ev.text)
             if self._pending is not None:
                 return self._chunk([wire.Part(text=ev.text)])
             return self._delta_frame(ev.text, _TEXT_TAIL)
@@ -454,7 +454,7 @@ class GeminiStreamEncoder:
         return b""
 
     def _on_citations(self, ev: c.Citations) -> bytes:
-        if self._texts is not None and ev.index in self._texts:
+        if ev.index in self._texts:
             self._cites.setdefault(ev.index, []).extend(ev.citations)
         return b""  # grounding supports, on the last chunk
 
@@ -465,7 +465,7 @@ class GeminiStreamEncoder:
     def _grounding(self) -> dict[str, Any] | None:
         if not self._searches and not self._cites:
             return None
-        texts = [("".join(t), self._cites.get(i)) for i, t in (self._texts or {}).items()]
+        texts = [("".join(t), self._cites.get(i)) for i, t in self._texts.items()]
         return grounding_out(self._searches, texts)
 
     def _on_stop(self, ev: c.BlockStop) -> bytes:
