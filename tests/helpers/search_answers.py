@@ -112,13 +112,13 @@ def anthropic_sse() -> bytes:
                 "content_block_start",
                 {"type": "content_block_start", "index": i, "content_block": start},
             )
-        )  # noqa: E501
+        )
         for d in deltas:
             out.append(
                 _frame(
                     "content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}
                 )
-            )  # noqa: E501
+            )
         out.append(_frame("content_block_stop", {"type": "content_block_stop", "index": i}))
 
     block(
