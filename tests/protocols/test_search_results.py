@@ -259,3 +259,16 @@ def test_an_anthropic_search_error_result_is_the_searchs_error() -> None:
     assert (search.error, search.hits) == ("max_uses_exceeded", None)
     out = json.loads(get_codec("openai_responses").encode_response(r, _request()))
     assert out["output"][1]["status"] == "failed"
+
+
+def test_an_anthropic_client_gets_a_folded_gemini_streams_search_before_its_cited_text() -> None:
+    r = fold(_decode_stream("gemini_generate_content", sa.gemini_sse()))
+    assert [type(p).__name__ for p in r.content] == ["Text", "ServerToolUse"]  # grounding last
+    out = json.loads(get_codec("anthropic_messages").encode_response(r, _request()))
+    assert [b["type"] for b in out["content"]] == [
+        "server_tool_use",
+        "web_search_tool_result",
+        "text",
+    ]
+    uncited = [c.Text(text="a"), SEARCH, c.Text(text="b")]
+    assert sr.searches_first(uncited) == uncited  # nothing cited: the order is kept

@@ -120,6 +120,18 @@ def hits_of(uses: Iterable[c.ServerToolUse]) -> list[c.SearchHit]:
     return list(seen.values())
 
 
+def searches_first(parts: list[c.Part]) -> list[c.Part]:
+    """``parts`` with searches that came after the text citing them (a Gemini answer
+    folded from its stream: grounding last) moved before the first cited text, where
+    Anthropic clients expect them; any other order is kept."""
+    first_cited = next((i for i, p in enumerate(parts) if type(p) is c.Text and p.citations), None)
+    if first_cited is None or not any(is_search(p) for p in parts[first_cited:]):
+        return parts
+    late = [p for p in parts[first_cited:] if is_search(p)]
+    rest = [p for p in parts[first_cited:] if not is_search(p)]
+    return [*parts[:first_cited], *late, *rest]
+
+
 def cite_hits(parts: list[c.Part]) -> None:
     """Searches that named no pages (a Responses call without its sources) get the
     pages the text after them cites, up to the next search: what it must have found;

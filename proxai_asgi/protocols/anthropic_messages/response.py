@@ -373,7 +373,10 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     has_text = False
     refusal: str | None = None
     tools = searches = 0
-    for p in response.content:
+    # A client that offered search gets a search before the text citing it, as its
+    # stream does (``search_stream.SearchHold``); without one, the order is kept.
+    parts = sr.searches_first(response.content) if request.web_search else response.content
+    for p in parts:
         if type(p) is c.Text:
             if not p.text:
                 continue  # never an empty text block
