@@ -109,7 +109,7 @@ def _responses_view(output: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]
         for part in item.get("content") or ():
             check_annotations("part", part.get("text", ""), part.get("annotations") or [])
             for a in part.get("annotations") or ():
-                assert a["end_index"] <= len(part["text"]), "a span past its text"
+                assert 0 <= a["start_index"] <= a["end_index"] <= len(part["text"]), a
                 cited.append((part["text"][a["start_index"] : a["end_index"]], a["url"]))
     return searches, cited
 

@@ -88,14 +88,6 @@ def test_byte_and_character_offsets_map_both_ways_across_multibyte_text() -> Non
     assert sr.char_offset("é".encode(), 1) == 0  # a cut inside a character
 
 
-def test_searches_without_pages_get_the_pages_their_text_cites() -> None:
-    bare = c.ServerToolUse(id="w", name="web_search", input={"query": "q"})
-    cite = c.Citation(url="https://p", title="P", start_index=0, end_index=1)
-    parts: list[c.Part] = [bare, c.Text(text="x", citations=[cite, cite])]
-    sr.cite_hits(parts)
-    assert bare.hits == [c.SearchHit(url="https://p", title="P")]
-
-
 # --------------------------------------------------- ordering for Anthropic
 
 
@@ -272,3 +264,20 @@ def test_an_anthropic_client_gets_a_folded_gemini_streams_search_before_its_cite
     ]
     uncited = [c.Text(text="a"), SEARCH, c.Text(text="b")]
     assert sr.searches_first(uncited) == uncited  # nothing cited: the order is kept
+
+
+@pytest.mark.parametrize("upstream", list(sa.ANSWERS))
+@pytest.mark.parametrize("search", [True, False], ids=["search-tool", "no-search-tool"])
+def test_an_anthropic_clients_stream_folds_to_its_plain_answer(upstream: str, search: bool) -> None:
+    from tests.protocols.anthropic_messages._util import checked_stream, sdk_fold, sdk_message
+
+    request = _request(search)
+    streamed = fold(_decode_stream(upstream, sa.ANSWERS[upstream][1]()))
+    raw, _ = checked_stream(unfold(streamed), request)
+    plain = get_codec(upstream).decode_response(sa.ANSWERS[upstream][0]())  # type: ignore[arg-type]
+    want = sdk_message(get_codec("anthropic_messages").encode_response(plain, request))
+    got = sdk_fold(raw)
+    if not search and upstream == "gemini_generate_content":
+        # Unheld, a Gemini stream's search follows its text; the plain answer's leads.
+        got["content"] = [*got["content"][-2:], *got["content"][:-2]]
+    assert got == want

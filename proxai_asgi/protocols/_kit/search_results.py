@@ -132,27 +132,6 @@ def searches_first(parts: list[c.Part]) -> list[c.Part]:
     return [*parts[:first_cited], *late, *rest]
 
 
-def cite_hits(parts: list[c.Part]) -> None:
-    """Searches that named no pages (a Responses call without its sources) get the
-    pages the text after them cites, up to the next search: what it must have found;
-    pages without a title get the one a citation gives."""
-    use: c.ServerToolUse | None = None
-    adds = False
-    for p in parts:
-        if type(p) is c.ServerToolUse:
-            use = p if p.name == "web_search" and p.error is None else None
-            adds = use is not None and use.hits is None
-        elif use is not None and type(p) is c.Text and p.citations:
-            hits = {h.url: h for h in use.hits or ()}
-            for x in p.citations:
-                hit = hits.get(x.url)
-                if hit is None and adds:
-                    hit = hits[x.url] = c.SearchHit(url=x.url)
-                    use.hits = [*(use.hits or ()), hit]
-                if hit is not None and hit.title is None:
-                    hit.title = x.title
-
-
 # ------------------------------------------------------------------- spans
 
 

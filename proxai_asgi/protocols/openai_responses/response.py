@@ -171,7 +171,6 @@ def decode_response(body: bytes) -> c.Response:
             )
         elif type(item) is w.UpWebSearchCall:
             content.append(search_in(item))
-    sr.cite_hits(content)
     reason = r.incomplete_details.reason if r.incomplete_details else None
     return c.Response(
         id=r.id,

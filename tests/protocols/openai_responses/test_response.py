@@ -187,28 +187,6 @@ def test_web_search_call_becomes_a_server_tool_use_part() -> None:
     assert r.usage.server_tool_requests == 2
 
 
-def test_a_search_without_sources_gets_the_pages_its_text_cites() -> None:
-    cite = {
-        "type": "url_citation",
-        "url": "https://p",
-        "title": "P",
-        "start_index": 0,
-        "end_index": 1,
-    }
-    r = CODEC.decode_response(
-        up(
-            {
-                "type": "web_search_call",
-                "id": "ws_1",
-                "status": "completed",
-                "action": {"type": "search", "query": "q"},
-            },
-            msg({**out_text("x"), "annotations": [cite]}),
-        )
-    )
-    assert r.content[0].hits == [c.SearchHit(url="https://p", title="P")]  # type: ignore[union-attr]
-
-
 def test_unknown_output_items_and_parts_are_skipped() -> None:
     r = CODEC.decode_response(
         up(
