@@ -540,8 +540,11 @@ def unfold(response: c.Response) -> list[c.StreamEvent]:
                             index=i, signature=p.signature, thought_signature=p.thought_signature
                         )
                     )
+        elif isinstance(p, c.ServerToolUse):
+            out.append(c.ServerTool(index=i, use=p))  # whole, between blocks
+            continue
         else:
-            continue  # server tool parts have no canonical stream shape
+            continue
         out.append(c.BlockStop(index=i))
     out.append(
         c.Finish(

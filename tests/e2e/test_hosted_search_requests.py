@@ -16,7 +16,7 @@ import pytest
 
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName
-from proxai_asgi.protocols._kit.search_results import PLACEHOLDER_PREFIX
+from proxai_asgi.protocols._kit.search_results import CONTENT_PREFIX, content_placeholder
 from tests.helpers.canned import codec_answer
 from tests.helpers.servers import FakeUpstream
 
@@ -212,12 +212,12 @@ def test_a_replayed_placeholder_never_reaches_anthropic_as_encrypted_content(
     stack: Stack, fake: FakeUpstream, inner: bool, stream: bool
 ) -> None:
     fake.push(codec_answer(ANTHROPIC, ANSWER))
-    placeholder = PLACEHOLDER_PREFIX + "eyJ1cmwiOiJodHRwczovL2V4YW1wbGUub3JnL2EifQ"
+    placeholder = content_placeholder(c.SearchHit(url="https://example.org/a"))
     path, body = request(ANTHROPIC, stream, messages=replay(placeholder))
     r = httpx.post(stack.proxy(fake, ANTHROPIC, inner=inner) + path, json=body, timeout=20)
     assert r.status_code == 200, r.text
     sent = fake.seen[0].json()
-    assert PLACEHOLDER_PREFIX not in fake.seen[0].body.decode()
+    assert CONTENT_PREFIX not in fake.seen[0].body.decode()
     blocks = sent["messages"][1]["content"]
     assert [b["type"] for b in blocks] == ["text", "text"]
     assert "https://example.org/a" in blocks[0]["text"] and blocks[1]["text"] == "It rained."

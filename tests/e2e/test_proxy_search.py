@@ -17,7 +17,6 @@ import pytest
 from proxai_asgi import ProxaiMiddleware, Searcher, SearchResult, Upstream
 from proxai_asgi.codec import ProtocolName
 from proxai_asgi.search import StaticSearch
-from tests.helpers import search_stubs
 from tests.helpers.search_model import ANSWER, FAILED, QUERY, SearchModel
 from tests.helpers.servers import serve
 
@@ -31,11 +30,6 @@ HITS = [
 ]
 SEARCH_TOOL = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
 BASH = {"name": "Bash", "description": "run", "input_schema": {"type": "object", "properties": {}}}
-
-
-@pytest.fixture(autouse=True)
-def _client_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
-    search_stubs.install(monkeypatch)  # a no-op once the response side's encoders merge
 
 
 async def _not_found(scope: Any, receive: Any, send: Any) -> None:

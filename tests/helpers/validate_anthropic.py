@@ -19,6 +19,14 @@ Rules (the real API's behaviour plus DESIGN.md "Wire facts"):
   has none; text and thinking deltas are non-empty;
 - a text block is never empty; a tool_use block's joined ``partial_json`` is empty or a
   JSON object;
+- web search: a ``server_tool_use`` block (``srvtoolu_`` id, name ``web_search``, input
+  ``{}``, then input_json_delta making an object with a string ``query``) is followed by
+  its ``web_search_tool_result`` block (same ``tool_use_id``, no deltas) whose content is
+  a list of ``web_search_result`` (url, title, non-empty ``encrypted_content``, optional
+  string ``page_age``) or one ``web_search_tool_result_error`` with a known code; a
+  ``web_search_result_location`` citation has url, title, string ``cited_text`` and a
+  non-empty ``encrypted_index``; ``usage.server_tool_use.web_search_requests`` is an
+  integer when present;
 - exactly one ``message_delta`` after every block stopped, with a valid non-null
   ``stop_reason``, a ``stop_sequence`` key, ``stop_details`` only with ``refusal``, and
   ``usage`` with integer ``output_tokens`` (and integer input/cache figures when present);
@@ -56,6 +64,15 @@ DELTA_FOR_BLOCK = {
     "signature_delta": "thinking",
     "input_json_delta": "tool_use",
 }
+SEARCH_ERRORS = frozenset(
+    {
+        "invalid_tool_input",
+        "unavailable",
+        "max_uses_exceeded",
+        "too_many_requests",
+        "query_too_long",
+    }
+)
 TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
@@ -108,13 +125,55 @@ def _frames(body: bytes) -> list[tuple[str, dict[str, Any]]]:
 def _check_usage(usage: Any, where: str) -> None:
     assert isinstance(usage, dict), f"{where}: usage missing"
     assert isinstance(usage.get("output_tokens"), int), f"{where}: usage.output_tokens not int"
+    tools = usage.get("server_tool_use")
+    if tools is not None:
+        assert isinstance(tools.get("web_search_requests"), int), f"{where}: web_search_requests"
     for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
         if key in usage and usage[key] is not None:
             assert isinstance(usage[key], int) and usage[key] >= 0, f"{where}: usage.{key}"
 
 
+def _check_search_result(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
+    assert cb.get("tool_use_id") in tool_ids, f"event {i}: result for an unknown search"
+    content = cb.get("content")
+    if isinstance(content, dict):
+        assert content.get("type") == "web_search_tool_result_error", f"event {i}: bad content"
+        assert content.get("error_code") in SEARCH_ERRORS, f"event {i}: bad search error code"
+        return
+    assert isinstance(content, list), f"event {i}: search result content not a list"
+    for r in content:
+        assert r.get("type") == "web_search_result", f"event {i}: bad result {r!r}"
+        assert isinstance(r.get("url"), str) and r["url"], f"event {i}: result without url"
+        assert isinstance(r.get("title"), str), f"event {i}: result without title"
+        assert isinstance(r.get("encrypted_content"), str) and r["encrypted_content"], (
+            f"event {i}: result without encrypted_content"
+        )
+        assert r.get("page_age") is None or isinstance(r["page_age"], str), f"event {i}: page_age"
+
+
+def check_citation(where: str, x: dict[str, Any]) -> None:
+    if x.get("type") != "web_search_result_location":
+        return
+    for key in ("url", "title", "cited_text", "encrypted_index"):
+        assert isinstance(x.get(key), str), f"{where}: citation {key} not a string"
+    assert x["encrypted_index"], f"{where}: empty encrypted_index"
+
+
 def _check_start(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
     kind = cb.get("type")
+    if kind == "server_tool_use":
+        tid = cb.get("id")
+        assert isinstance(tid, str) and tid.startswith("srvtoolu_") and TOOL_ID.match(tid), (
+            f"event {i}: bad server tool id {tid!r}"
+        )
+        assert tid not in tool_ids, f"event {i}: duplicate tool id {tid}"
+        tool_ids.add(tid)
+        assert cb.get("name") == "web_search", f"event {i}: server tool {cb.get('name')!r}"
+        assert cb.get("input") == {}, f"event {i}: server_tool_use must start with input {{}}"
+        return
+    if kind == "web_search_tool_result":
+        _check_search_result(i, cb, tool_ids)
+        return
     if kind == "text":
         assert cb.get("text") == "", f"event {i}: text block must start with text ''"
     elif kind == "thinking":
@@ -136,13 +195,15 @@ def _check_start(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
 
 def _apply_delta(i: int, block: Block, delta: dict[str, Any]) -> None:
     dtype = str(delta.get("type"))
-    assert DELTA_FOR_BLOCK.get(dtype) == block.type, f"event {i}: {dtype} in a {block.type} block"
+    kind = "tool_use" if block.type == "server_tool_use" else block.type
+    assert DELTA_FOR_BLOCK.get(dtype) == kind, f"event {i}: {dtype} in a {block.type} block"
     if dtype == "text_delta":
         assert isinstance(delta.get("text"), str) and delta["text"], f"event {i}: empty text"
         block.text += delta["text"]
     elif dtype == "citations_delta":
         assert block.text, f"event {i}: citation before any text"
         assert isinstance(delta.get("citation"), dict), f"event {i}: citations_delta w/o data"
+        check_citation(f"event {i}", delta["citation"])
         block.citations.append(delta["citation"])
     elif dtype == "thinking_delta":
         assert block.signature is None, f"event {i}: thinking_delta after signature_delta"
@@ -167,6 +228,11 @@ def _check_stop(i: int, block: Block) -> None:
     if block.type == "tool_use" and block.partial_json:
         value = json.loads(block.partial_json)
         assert isinstance(value, dict), f"event {i}: tool input is not a JSON object"
+    if block.type == "server_tool_use":
+        value = json.loads(block.partial_json or "null")
+        assert isinstance(value, dict) and isinstance(value.get("query"), str), (
+            f"event {i}: a search's input has no query"
+        )
 
 
 def validate_anthropic_stream(body: bytes) -> AnthropicStream:
@@ -246,3 +312,25 @@ def validate_anthropic_stream(body: bytes) -> AnthropicStream:
             raise AssertionError(f"event {i}: unknown event type {name!r}")
     assert phase in ("stopped", "errored"), f"stream ended in phase {phase!r} (no terminal)"
     return s
+
+
+def validate_anthropic_message(body: bytes) -> dict[str, Any]:
+    """A non-streamed Message: its blocks as a stream's would be (search blocks and
+    search citations included), and its usage."""
+    m = json.loads(body)
+    assert m.get("type") == "message" and m.get("role") == "assistant", "bad message"
+    assert isinstance(m.get("id"), str) and m["id"].startswith("msg_"), "bad message id"
+    assert m.get("stop_reason") in STOP_REASONS, f"bad stop_reason {m.get('stop_reason')!r}"
+    _check_usage(m.get("usage"), "message")
+    tool_ids: set[str] = set()
+    for i, b in enumerate(m.get("content") or []):
+        if b.get("type") == "server_tool_use":
+            _check_start(i, {**b, "input": {}}, tool_ids)
+            assert isinstance((b.get("input") or {}).get("query"), str), f"block {i}: query"
+        elif b.get("type") == "text":
+            assert isinstance(b.get("text"), str) and b["text"], f"block {i}: empty text"
+            for x in b.get("citations") or []:
+                check_citation(f"block {i}", x)
+        elif b.get("type") == "web_search_tool_result":
+            _check_start(i, b, tool_ids)
+    return m

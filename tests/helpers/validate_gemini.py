@@ -9,7 +9,12 @@ Rules checked (what the real API sends and what google-genai / Gemini CLI read):
 - every part has exactly one datum (text, functionCall, ...); a functionCall has a name
   and object ``args`` and arrives whole;
 - ``responseId`` and ``modelVersion`` are the same on every frame;
-- ``finishReason`` appears once, on the last frame, which also carries ``usageMetadata``.
+- ``finishReason`` appears once, on the last frame, which also carries ``usageMetadata``;
+- ``groundingMetadata`` (at most on the last frame of a stream): string queries, chunks
+  with a ``web`` uri and title, supports whose ``groundingChunkIndices`` name chunks and
+  whose segment is a UTF-8 *byte* span of the answer's text (its non-thought text parts
+  joined, the whole stream's) that holds exactly ``segment.text``; a
+  ``searchEntryPoint`` has string ``renderedContent``.
 """
 
 from __future__ import annotations
@@ -47,6 +52,38 @@ def _check_part(p: dict[str, Any]) -> None:
         assert isinstance(fc.get("args"), dict), fc
     if "thought" in p:
         assert p["thought"] is True and "text" in p, p
+
+
+def check_grounding(text: str, meta: dict[str, Any]) -> None:
+    queries = meta.get("webSearchQueries") or []
+    assert all(isinstance(q, str) for q in queries), meta
+    chunks = meta.get("groundingChunks") or []
+    for ch in chunks:
+        web = ch.get("web") or {}
+        assert isinstance(web.get("uri"), str) and isinstance(web.get("title"), str), ch
+    data = text.encode()
+    for sup in meta.get("groundingSupports") or []:
+        seg = sup.get("segment") or {}
+        start, end = seg.get("startIndex", 0), seg.get("endIndex")
+        assert isinstance(start, int) and isinstance(end, int), sup
+        assert 0 <= start <= end <= len(data), f"segment {start}:{end} outside the text"
+        assert data[start:end].decode() == seg.get("text"), "segment text is not the byte span"
+        indices = sup.get("groundingChunkIndices") or []
+        assert indices and all(0 <= k < len(chunks) for k in indices), sup
+    entry = meta.get("searchEntryPoint")
+    if entry is not None:
+        assert isinstance(entry.get("renderedContent"), str), entry
+
+
+def grounding_of(chunks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    found = [
+        cand["groundingMetadata"]
+        for ch in chunks
+        for cand in ch.get("candidates") or []
+        if cand.get("groundingMetadata")
+    ]
+    assert len(found) <= 1, "grounding on more than one frame"
+    return found[0] if found else None
 
 
 def _check_error(err: Any) -> None:
@@ -104,7 +141,11 @@ def validate_gemini_response(body: bytes) -> dict[str, Any]:
         for p in (cands[0].get("content") or {}).get("parts") or []:
             _check_part(p)
     assert "usageMetadata" in data, data
-    return gist_of([data])
+    gist = gist_of([data])
+    meta = grounding_of([data])
+    if meta is not None:
+        check_grounding(gist["text"], meta)
+    return gist
 
 
 def validate_gemini_stream(body: bytes) -> GeminiStream:
@@ -145,4 +186,8 @@ def validate_gemini_stream(body: bytes) -> GeminiStream:
             assert "usageMetadata" in data, data
         out.frames.append(data)
     out.gist = gist_of(out.frames)
+    meta = grounding_of(out.frames)
+    if meta is not None:
+        assert out.frames[-1]["candidates"][0].get("groundingMetadata") is meta, "not last"
+        check_grounding(out.gist["text"], meta)
     return out

@@ -27,7 +27,12 @@ Rules (OpenAI's wire behaviour plus DESIGN.md "Wire facts"):
   matches the event, its ``output`` equals the items exactly as their
   ``output_item.done`` carried them, in output_index order; usage consistent
   (total = input + output);
-- an ``error`` event (code, message, param) is followed only by ``response.failed``.
+- an ``error`` event (code, message, param) is followed only by ``response.failed``;
+- web search: a ``web_search_call`` item (``ws_``) is added ``in_progress`` with an
+  ``action`` of type ``search``, gets ``web_search_call.in_progress``, ``.searching`` and
+  ``.completed`` in that order, and is done ``completed`` (or ``failed``) with its query
+  and ``sources`` (``{type: url, url}``); a ``url_citation`` annotation has url, title
+  and integer offsets.
 """
 
 from __future__ import annotations
@@ -63,8 +68,16 @@ EVENT_TYPES = frozenset(
         "response.function_call_arguments.done",
         "response.custom_tool_call_input.delta",
         "response.custom_tool_call_input.done",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
         "error",
     }
+)
+SEARCH_STEPS = (
+    "response.web_search_call.in_progress",
+    "response.web_search_call.searching",
+    "response.web_search_call.completed",
 )
 TERMINALS = {
     "response.completed": "completed",
@@ -102,6 +115,7 @@ class _Item:
     arguments: str = ""
     arguments_done: bool = False
     done: dict[str, Any] | None = None
+    search_steps: int = 0  # web_search_call progress events seen
 
     @property
     def id(self) -> str:
@@ -236,6 +250,10 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
                 assert item.get("call_id") and item.get("name"), f"{where}: call without ids"
             elif itype == "reasoning":
                 assert item.get("summary") == [], f"{where}: added reasoning has a summary"
+            elif itype == "web_search_call":
+                assert item.get("status") == "in_progress", f"{where}: added search status"
+                action = item.get("action") or {}
+                assert action.get("type") == "search", f"{where}: a search without its action"
             it = _Item(added=item)
             items.append(it)
             by_id[iid] = it
@@ -245,6 +263,10 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
         if kind == "response.output_item.done":
             _check_item_done(where, ev, it)
             it.done = ev["item"]
+        elif kind in SEARCH_STEPS:
+            assert it.type == "web_search_call", f"{where}: {kind} on a {it.type}"
+            assert SEARCH_STEPS.index(kind) == it.search_steps, f"{where}: {kind} out of order"
+            it.search_steps += 1
         elif kind == "response.content_part.added":
             part = ev.get("part") or {}
             allowed = ("reasoning_text",) if it.type == "reasoning" else ("output_text", "refusal")
@@ -295,6 +317,7 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
             assert part.get(_text_key(p.type)) == p.text, f"{where}: done part text differs"
             if p.type == "output_text":
                 assert part.get("annotations") == p.annotations, f"{where}: annotations differ"
+                check_annotations(where, p.text, p.annotations)
             p.done = True
         elif kind == "response.reasoning_summary_part.added":
             assert it.type == "reasoning", f"{where}: a summary part on a {it.type}"
@@ -344,6 +367,27 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
             raise AssertionError(f"{where}: unhandled event type")
     assert terminal_seen, "the stream ended without a terminal event"
     return out
+
+
+def check_annotations(where: str, text: str, annotations: list[dict[str, Any]]) -> None:
+    for a in annotations:
+        if a.get("type") != "url_citation":
+            continue
+        assert isinstance(a.get("url"), str) and a["url"], f"{where}: citation without url"
+        assert isinstance(a.get("title"), str), f"{where}: citation without title"
+        start, end = a.get("start_index"), a.get("end_index")
+        assert isinstance(start, int) and isinstance(end, int), f"{where}: citation offsets"
+        # (Not checked against the text: an upstream's offsets are relayed as they
+        # are; the search tests check the spans the proxy makes.)
+
+
+def check_search_item(where: str, item: dict[str, Any]) -> None:
+    assert item.get("status") in ("completed", "failed"), f"{where}: search status"
+    action = item.get("action") or {}
+    assert action.get("type") == "search", f"{where}: search action type"
+    assert isinstance(action.get("query"), str), f"{where}: search without a query"
+    for src in action.get("sources") or ():
+        assert src.get("type") == "url" and isinstance(src.get("url"), str), f"{where}: source"
 
 
 def _text_key(part_type: str) -> str:
@@ -401,6 +445,9 @@ def _check_item_done(where: str, ev: dict[str, Any], it: _Item) -> None:
         assert item.get("name") == it.added.get("name"), f"{where}: name changed"
         if it.type == "function_call":
             assert item.get("status") in ("completed", "incomplete"), f"{where}: call status"
+    elif it.type == "web_search_call":
+        assert it.search_steps == len(SEARCH_STEPS), f"{where}: search done before completed"
+        check_search_item(where, item)
     elif it.type == "reasoning":
         summary = item.get("summary")
         assert summary == [{"type": "summary_text", "text": s.text} for s in it.summaries], (

@@ -16,7 +16,11 @@ from proxai_asgi import canonical as c
 from proxai_asgi.codec import PROTOCOLS, ProtocolName, UpstreamOptions
 from proxai_asgi.errors import ProxyError, TranslationReport
 from proxai_asgi.protocols import get_codec, holds_search_placeholder
-from proxai_asgi.protocols._kit.search_results import PLACEHOLDER_PREFIX, is_placeholder
+from proxai_asgi.protocols._kit.search_results import (
+    CONTENT_PREFIX,
+    content_placeholder,
+    is_placeholder,
+)
 
 CHAT: ProtocolName = "openai_chat_completions"
 RESPONSES: ProtocolName = "openai_responses"
@@ -391,12 +395,12 @@ def test_anthropics_own_search_goes_back_to_anthropic_as_its_blocks() -> None:
 
 
 def test_a_placeholder_replayed_toward_anthropic_becomes_text_not_encrypted_content() -> None:
-    placeholder = PLACEHOLDER_PREFIX + "eyJ1cmwiOiJodHRwczovL2V4YW1wbGUub3JnL2EifQ"
+    placeholder = content_placeholder(c.SearchHit(url="https://example.org/a"))
     assert is_placeholder(placeholder) and not is_placeholder("EqQBCioIAhgC")
     raw = json.dumps(anthropic_replay(placeholder)).encode()
     assert holds_search_placeholder(raw)  # (so the proxy translates it, not relays it)
     body, _ = encode(ANTHROPIC, decode(ANTHROPIC, anthropic_replay(placeholder)))
-    assert PLACEHOLDER_PREFIX not in json.dumps(body)
+    assert CONTENT_PREFIX not in json.dumps(body)
     blocks = body["messages"][1]["content"]
     assert all(b["type"] == "text" for b in blocks)
     assert "https://example.org/a" in blocks[0]["text"]

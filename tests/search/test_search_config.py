@@ -12,7 +12,6 @@ import pytest
 from proxai_asgi import BraveSearch
 from proxai_asgi.server import config as cfg
 from proxai_asgi.server.cli import build_app, build_parser
-from tests.helpers import search_stubs
 from tests.helpers.search_model import QUERY, SearchModel
 from tests.helpers.servers import serve
 from tests.search.test_brave import ANSWER, FakeBrave
@@ -70,7 +69,6 @@ def test_an_unknown_search_key_is_refused(tmp_path: Path) -> None:
 def test_a_configured_brave_answers_an_anthropic_clients_search_through_a_chat_upstream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    search_stubs.install(monkeypatch)  # a no-op once the response side's encoders merge
     brave = FakeBrave(body=json.dumps(ANSWER).encode())
     model = SearchModel()
     with serve(brave) as brave_url, serve(model) as model_url:

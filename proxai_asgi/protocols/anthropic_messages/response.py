@@ -21,6 +21,7 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import search_results as sr
 from . import wire
 
 if TYPE_CHECKING:
@@ -87,6 +88,39 @@ def citations_in(citations: Iterable[wire.Citation] | None) -> list[c.Citation] 
     return out or None
 
 
+def text_in(text: str, citations: list[wire.Citation] | None) -> c.Text:
+    """A text block; its URL citations span where their cited text is in it, else all
+    of it (Anthropic splits the answer so that a cited block is the claim)."""
+    cites = citations_in(citations) if citations else None
+    return c.Text(text=text, citations=sr.with_spans(text, cites) if cites else None)
+
+
+def search_result_in(use: c.ServerToolUse, content: Any) -> None:
+    """A ``web_search_tool_result``'s content onto its call: the pages, or the error."""
+    use.result = content
+    if isinstance(content, dict):
+        if content.get("type") == "web_search_tool_result_error":
+            code = content.get("error_code")
+            use.error = code if isinstance(code, str) else "unavailable"
+        return
+    if not isinstance(content, list):
+        return
+    use.hits = [
+        c.SearchHit(
+            url=x["url"],
+            title=x.get("title") if isinstance(x.get("title"), str) else None,
+            page_age=x.get("page_age") if isinstance(x.get("page_age"), str) else None,
+            encrypted_content=(
+                x.get("encrypted_content") if isinstance(x.get("encrypted_content"), str) else None
+            ),
+        )
+        for x in content
+        if isinstance(x, dict)
+        and x.get("type") == "web_search_result"
+        and isinstance(x.get("url"), str)
+    ]
+
+
 def reasoning_from_thinking(thinking: str, signature: str) -> c.Reasoning:
     """A thinking block; a signature that is a carrier we packed for this client earlier
     gives back the tokens it holds."""
@@ -103,7 +137,9 @@ def arguments_json(value: object) -> str:
 # ---------------------------------------------------------- shared: outbound
 
 
-def usage_out(u: c.Usage) -> wire.Usage:
+def usage_out(u: c.Usage, searches: int = 0) -> wire.Usage:
+    """``searches``: the searches the answer shows, counted when the upstream's usage
+    did not count them (Claude Code's "Did N searches" reads this figure)."""
     out = wire.Usage(
         input_tokens=max(0, u.input_tokens - u.cached_tokens - u.cache_creation_tokens),
         output_tokens=u.output_tokens,
@@ -116,18 +152,60 @@ def usage_out(u: c.Usage) -> wire.Usage:
             ephemeral_5m_input_tokens=u.cache_creation_tokens - write_1h,
             ephemeral_1h_input_tokens=write_1h,
         )
-    if u.server_tool_requests:
-        out.server_tool_use = wire.ServerToolUsage(web_search_requests=u.server_tool_requests)
+    made = sr.search_requests(u, searches)
+    if made:
+        out.server_tool_use = wire.ServerToolUsage(web_search_requests=made)
     return out
 
 
-def citation_out(x: c.Citation) -> wire.Citation:
+def citation_out(x: c.Citation, text: str | None = None) -> wire.Citation:
+    """A URL citation as a ``web_search_result_location``: its cited text is what it
+    covers in ``text`` (the block's) when the upstream gave a span and no quote."""
+    cited = x.cited_text
+    if not cited and text is not None:
+        start, end = sr.span_of(text, x)
+        cited = text[start:end]
     return wire.Citation(
         type="web_search_result_location",
-        cited_text=x.cited_text or "",
+        cited_text=cited or "",
         url=x.url,
-        title=x.title,
-        encrypted_index="",
+        title=x.title or x.url,
+        encrypted_index=sr.index_placeholder(x),
+    )
+
+
+def search_id(use: c.ServerToolUse) -> str:
+    return use.id if use.id.startswith("srvtoolu_") else ids.derive("srvtoolu_", use.id)
+
+
+def search_result_content(use: c.ServerToolUse) -> Any:
+    """A search's ``web_search_tool_result`` content: the error, or the pages with an
+    ``encrypted_content`` the client can replay (the upstream's, else a placeholder)."""
+    if use.error is not None:
+        return {"type": "web_search_tool_result_error", "error_code": use.error}
+    if use.hits is None and isinstance(use.result, list):
+        return use.result  # an Anthropic upstream's own, undecoded
+    out: list[dict[str, Any]] = []
+    for h in use.hits or ():
+        hit = {
+            "type": "web_search_result",
+            "url": h.url,
+            "title": h.title or h.url,
+            "encrypted_content": sr.encrypted_content(h),
+        }
+        if h.page_age is not None:
+            hit["page_age"] = h.page_age
+        out.append(hit)
+    return out
+
+
+def search_blocks(
+    use: c.ServerToolUse,
+) -> tuple[wire.ServerToolUseBlock, wire.WebSearchToolResultBlock]:
+    sid = search_id(use)
+    return (
+        wire.ServerToolUseBlock(id=sid, name="web_search", input={"query": sr.query_of(use)}),
+        wire.WebSearchToolResultBlock(tool_use_id=sid, content=search_result_content(use)),
     )
 
 
@@ -236,8 +314,7 @@ def decode_response(body: bytes) -> c.Response:
     # ~15 ns.
     for b in msg.content:
         if type(b) is wire.TextBlock:
-            cites = citations_in(b.citations) if b.citations else None
-            parts.append(c.Text(text=b.text, citations=cites))
+            parts.append(text_in(b.text, b.citations) if b.citations else c.Text(text=b.text))
         elif type(b) is wire.ToolUseBlock:
             parts.append(c.ToolCall(id=b.id, name=b.name, arguments=arguments_json(b.input)))
         elif type(b) is wire.ThinkingBlock:
@@ -249,10 +326,11 @@ def decode_response(body: bytes) -> c.Response:
             servers[b.id] = server
             parts.append(server)
         elif type(b) is wire.WebSearchToolResultBlock:
-            if b.tool_use_id in servers:
-                servers[b.tool_use_id].result = b.content
-            else:
-                parts.append(c.ServerToolUse(id=b.tool_use_id, name="web_search", result=b.content))
+            found = servers.get(b.tool_use_id)
+            if found is None:
+                found = c.ServerToolUse(id=b.tool_use_id, name="web_search")
+                parts.append(found)
+            search_result_in(found, b.content)
     return c.Response(
         id=msg.id,
         model=msg.model,
@@ -294,13 +372,16 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     blocks: list[wire.OutputBlock] = []
     has_text = False
     refusal: str | None = None
-    tools = 0
-    for p in response.content:
+    tools = searches = 0
+    # A client that offered search gets a search before the text citing it, as its
+    # stream does (``search_stream.SearchHold``); without one, the order is kept.
+    parts = sr.searches_first(response.content) if request.web_search else response.content
+    for p in parts:
         if type(p) is c.Text:
             if not p.text:
                 continue  # never an empty text block
             has_text = True
-            cites = [citation_out(x) for x in p.citations] if p.citations else None
+            cites = [citation_out(x, p.text) for x in p.citations] if p.citations else None
             blocks.append(wire.TextBlock(text=p.text, citations=cites))
         elif type(p) is c.ToolCall:
             blocks.append(
@@ -323,7 +404,10 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
             else:
                 sig = client_signature(p)
                 blocks.append(wire.ThinkingBlock(thinking=p.text, signature=sig))
-        # ServerToolUse (and request-only parts) have no client shape here: skipped.
+        elif sr.is_search(p):
+            blocks.extend(search_blocks(p))  # type: ignore[arg-type]
+            searches += p.error is None  # type: ignore[union-attr]  # a failed one is not billed
+        # Other server tools (and request-only parts) have no client shape here: skipped.
     stop, details = final_stop(
         response.stop_reason, tools > 0, refusal, response.refusal_explanation
     )
@@ -336,6 +420,6 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
         stop_reason=stop,
         stop_sequence=response.stop_sequence,
         stop_details=details,
-        usage=usage_out(response.usage),
+        usage=usage_out(response.usage, searches),
     )
     return _encoder.encode(msg)

@@ -38,6 +38,7 @@ from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
+from .._kit import search_results as sr
 from .._kit import tokens
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import wire
@@ -55,6 +56,7 @@ from .response import (
     usage_in,
     usage_out,
 )
+from .search_stream import SearchHold, ServerBlocks, search_frames
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,7 +98,7 @@ _DELTA_BLOCK: dict[type[wire.Delta], str] = {
 
 
 class _UpstreamBlock:
-    __slots__ = ("got_json", "index", "kind", "open", "start_input")
+    __slots__ = ("cites", "got_json", "got_text", "index", "kind", "open", "start_input", "text")
 
     def __init__(self, kind: str, index: int, start_input: dict[str, Any] | None = None) -> None:
         self.kind = kind  # text / thinking / redacted_thinking / tool_use
@@ -104,6 +106,12 @@ class _UpstreamBlock:
         self.open = True
         self.got_json = False
         self.start_input = start_input
+        # URL citations, held to the stop to be given their spans in the block's text
+        # (kept only once the block has one: Anthropic cites before the text it cites)
+        # (a citation after some text keeps no span: ``span_of`` finds its cited text)
+        self.cites: list[c.Citation] | None = None
+        self.text: list[str] = []
+        self.got_text = False
 
 
 class AnthropicStreamDecoder:
@@ -111,6 +119,7 @@ class AnthropicStreamDecoder:
         self.state = DecoderState.AWAIT_MESSAGE_START
         self._blocks: dict[int, _UpstreamBlock] = {}  # by upstream index
         self._skipped: set[int] = set()  # server-tool and unknown blocks
+        self._servers = ServerBlocks()
         self._next_index = 0
         self._usage = wire.Usage(input_tokens=0)
         self._stop_reason: str | None = None
@@ -158,6 +167,11 @@ class AnthropicStreamDecoder:
                     continue
             self._held.put(e, ev)
             break
+        if texts and wire_index is not None:
+            block = self._blocks[wire_index]
+            block.got_text = True
+            if block.cites is not None:
+                block.text.extend(texts)
         return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
@@ -253,12 +267,17 @@ class AnthropicStreamDecoder:
             # that puts the whole input here and sends no delta is honoured at stop.
             i = self._new_block(ev.index, "tool_use", start_input=b.input or None).index
             out = [c.BlockStart(index=i, kind="tool_call", call_id=b.id, name=b.name)]
-        else:  # server_tool_use, web_search_tool_result: no canonical stream shape
+        else:  # server_tool_use, web_search_tool_result: one ServerTool at the result
             out = self._skip_block(ev.index)
+            use = self._servers.start(ev.index, b)
+            if use is not None:
+                out = [c.ServerTool(index=self._next_index, use=use)]
+                self._next_index += 1
         return out
 
     def _on_block_delta(self, ev: wire.ContentBlockDeltaEvent) -> list[c.StreamEvent]:
         if ev.index in self._skipped:
+            self._servers.delta(ev.index, ev.delta)
             return []
         block = self._blocks.get(ev.index)
         if block is None:
@@ -273,6 +292,9 @@ class AnthropicStreamDecoder:
             )
         i = block.index
         if isinstance(d, wire.TextDelta):
+            if block.cites is not None:
+                block.text.append(d.text)
+            block.got_text = block.got_text or bool(d.text)
             return [c.BlockDelta(index=i, text=d.text)] if d.text else []
         if isinstance(d, wire.InputJsonDelta):
             block.got_json = True
@@ -284,14 +306,17 @@ class AnthropicStreamDecoder:
         x = d.citation
         if x.url is None:
             return []  # document locations have no URL: no canonical shape
-        return [
-            c.Citations(
-                index=i, citations=[c.Citation(url=x.url, title=x.title, cited_text=x.cited_text)]
-            )
-        ]
+        cite = c.Citation(url=x.url, title=x.title, cited_text=x.cited_text)
+        if block.got_text:
+            return [c.Citations(index=i, citations=[cite])]
+        if block.cites is None:
+            block.cites = []
+        block.cites.append(cite)
+        return []  # given at the stop, with its span
 
     def _on_block_stop(self, ev: wire.ContentBlockStopEvent) -> list[c.StreamEvent]:
         if ev.index in self._skipped:
+            self._servers.stop(ev.index)
             return []
         block = self._blocks.get(ev.index)
         if block is None:
@@ -306,6 +331,9 @@ class AnthropicStreamDecoder:
         out: list[c.StreamEvent] = []
         if block.start_input and not block.got_json:
             out.append(c.BlockDelta(index=block.index, text=arguments_json(block.start_input)))
+        if block.cites:
+            cites = sr.with_spans("".join(block.text), block.cites)
+            out.append(c.Citations(index=block.index, citations=cites))
         out.append(c.BlockStop(index=block.index))
         return out
 
@@ -428,6 +456,7 @@ class _ClientBlock:
         "index",
         "kind",
         "reasoning",
+        "text",
         "tool_kind",
         "wire_index",
     )
@@ -449,6 +478,7 @@ class _ClientBlock:
                 encrypted_content=start.encrypted_content, item_id=start.item_id
             )
         self.args: list[str] = []  # custom tool input, sent whole at stop
+        self.text: list[str] | None = None  # a text block's text, kept to cite from
 
 
 class AnthropicStreamEncoder:
@@ -465,11 +495,25 @@ class AnthropicStreamEncoder:
         self._waiting: deque[int] = deque()
         self._buffers: dict[int, list[c.StreamEvent]] = {}
         self._seen: set[int] = set()  # every canonical index ever started
+        # A client that offered search: the answer is held until its first search
+        # (``search_stream``).
+        self._hold = SearchHold() if request.web_search is not None else None
+        self._searches = 0
 
     def encode(self, event: c.StreamEvent) -> bytes:
         if self.state is _ENCODER_DONE:
             return b""
-        return _ENCODER_HANDLERS[type(event)](self, event)
+        hold = self._hold
+        if hold is None:
+            return _ENCODER_HANDLERS[type(event)](self, event)
+        events = hold.take(event)
+        if not hold.holding:
+            self._hold = None
+        out = b""
+        for e in events:
+            if self.state is not _ENCODER_DONE:
+                out += _ENCODER_HANDLERS[type(e)](self, e)
+        return out
 
     def encode_deltas(self, index: int, texts: list[str]) -> bytes:
         return encode_deltas_with(self.encode, self._direct_deltas, index, texts)
@@ -481,6 +525,8 @@ class AnthropicStreamEncoder:
             return None
         if index != block.index:
             return None
+        if block.text is not None:
+            block.text += texts
         head = block.delta_head
         return head + (_DELTA_TAIL + head).join(map(_encoder.encode, texts)) + _DELTA_TAIL
 
@@ -525,7 +571,8 @@ class AnthropicStreamEncoder:
         delta = wire.MessageDelta(
             stop_reason=stop, stop_sequence=ev.stop_sequence, stop_details=details
         )
-        out.append(frame(wire.MessageDeltaEvent(delta=delta, usage=usage_out(ev.usage))))
+        usage = usage_out(ev.usage, self._searches)
+        out.append(frame(wire.MessageDeltaEvent(delta=delta, usage=usage)))
         out.append(frame(wire.MessageStopEvent()))
         self.state = EncoderState.DONE
         return b"".join(out)
@@ -533,6 +580,19 @@ class AnthropicStreamEncoder:
     def _on_error(self, ev: c.StreamError) -> bytes:
         self.state = EncoderState.DONE
         return frame(error_event(ev.kind, ev.message))
+
+    def _on_server_tool(self, ev: c.ServerTool) -> bytes:
+        """A search's two blocks, between the blocks around it (others: no shape)."""
+        out = self._start(None)
+        if not sr.is_search(ev.use):
+            return out
+        if self._block is not None:
+            out += self._close_active()
+        out += self._drain(force=True)
+        self._searches += ev.use.error is None  # a failed search is not billed
+        first = self._next_wire
+        self._next_wire += 2
+        return out + search_frames(ev.use, first, frame)
 
     # ---- block routing: one block on the wire at a time
 
@@ -550,6 +610,8 @@ class AnthropicStreamEncoder:
     def _on_block_delta(self, ev: c.BlockDelta) -> bytes:
         block = self._block
         if block is not None and block.direct and ev.index == block.index and ev.text:
+            if block.text is not None:
+                block.text.append(ev.text)
             return block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL  # the hot path
         return self._on_block_event(ev)
 
@@ -596,6 +658,8 @@ class AnthropicStreamEncoder:
             b.direct = b.kind in ("text", "reasoning") or (
                 b.kind == "tool_call" and b.tool_kind != "custom"
             )
+            if b.kind == "text":
+                b.text = []  # kept (references) for the cited text of a span citation
         return frame(wire.ContentBlockStartEvent(index=b.wire_index, content_block=block))
 
     def _delta(self, delta: wire.Delta) -> bytes:
@@ -628,6 +692,8 @@ class AnthropicStreamEncoder:
                     self._has_text = True
                 if kind == "refusal":
                     self._refusal = (self._refusal or "") + ev.text
+                elif block.text is not None:
+                    block.text.append(ev.text)
                 return head + block.delta_head + _encoder.encode(ev.text) + _DELTA_TAIL
             if kind == "tool_call" and block.tool_kind == "custom":
                 block.args.append(ev.text)
@@ -641,8 +707,9 @@ class AnthropicStreamEncoder:
             return b""
         if block.wire_index is None or kind != "text":
             return b""  # citations need text to attach to
+        text = "".join(block.text) if block.text is not None else None
         return b"".join(
-            self._delta(wire.CitationsDelta(citation=citation_out(x))) for x in ev.citations
+            self._delta(wire.CitationsDelta(citation=citation_out(x, text))) for x in ev.citations
         )
 
     def _close_active(self) -> bytes:
@@ -683,6 +750,7 @@ _ENCODER_HANDLERS: dict[type, Callable[[AnthropicStreamEncoder, Any], bytes]] = 
     c.Citations: AnthropicStreamEncoder._on_block_event,
     c.BlockStop: AnthropicStreamEncoder._on_block_event,
     c.MessageStart: AnthropicStreamEncoder._on_message_start,
+    c.ServerTool: AnthropicStreamEncoder._on_server_tool,
     c.Finish: AnthropicStreamEncoder._on_finish,
     c.StreamError: AnthropicStreamEncoder._on_error,
 }

@@ -22,6 +22,7 @@ text and the explanation as ``finishMessage``; function calls carry their id.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -29,7 +30,8 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
-from . import signatures, wire
+from .._kit import search_results as sr
+from . import grounding, signatures, wire
 
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
@@ -213,6 +215,8 @@ def decode_response(body: bytes) -> c.Response:
         content,
         lambda fc, n: call_id(fc, response_id, n),
     )
+    if cand.grounding_metadata:
+        _grounded(content, cand.grounding_metadata, response_id, usage)
     stop = stop_in(cand.finish_reason, calls > 0)
     explanation = None
     if stop in ("content_filter", "refusal"):
@@ -225,6 +229,22 @@ def decode_response(body: bytes) -> c.Response:
         refusal_explanation=explanation,
         usage=usage,
     )
+
+
+def _grounded(
+    content: list[c.Part], meta: dict[str, Any], response_id: str, usage: c.Usage
+) -> None:
+    """The grounding's citations onto the text parts, and its searches before the
+    first of them (Gemini searched before it wrote)."""
+    texts = [p for p in content if type(p) is c.Text]
+    for part, cites in zip(
+        texts, grounding.citations_in(meta, [t.text for t in texts]), strict=True
+    ):
+        if cites:
+            part.citations = cites
+    at = next((i for i, p in enumerate(content) if type(p) is c.Text), len(content))
+    content[at:at] = grounding.searches_in(meta, response_id)
+    usage.server_tool_requests = usage.server_tool_requests or grounding.search_count(meta)
 
 
 # ----------------------------------------------------------- canonical -> client
@@ -281,6 +301,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     parts: list[wire.Part] = []
     pending: str | None = None  # a signature for the next non-thought part
     has_text = False
+    texts: list[tuple[str, list[c.Citation] | None]] = []  # what grounding cites
     for p in response.content:
         part: wire.Part
         if type(p) is c.Reasoning:
@@ -301,6 +322,7 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
                 continue
             has_text = True
             part = wire.Part(text=p.text)
+            texts.append((p.text, p.citations if type(p) is c.Text else None))
         elif type(p) is c.ToolCall:
             args = cut_args_out(p, response.stop_reason)
             if args is None:
@@ -318,8 +340,10 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
     )
     if extra:
         parts.append(wire.Part(text=extra))
+    cand = candidate(parts, finish, message)
+    cand.grounding_metadata = grounding.grounding_out(sr.searches(response.content), texts)
     body = wire.GenerateContentResponse(
-        candidates=[candidate(parts, finish, message)],
+        candidates=[cand],
         usage_metadata=usage_out(response.usage),
         model_version=response.model or request.model,
         response_id=response.id,

@@ -32,8 +32,9 @@ from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import encode_event
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
-from . import signatures, wire
+from . import grounding, signatures, wire
 from .errors import error_response, stream_error
+from .grounding import grounding_out
 from .response import (
     args_out,
     arguments_json,
@@ -76,6 +77,8 @@ def _plain_text(r: wire.GenerateContentResponse) -> bool:
     if cand.finish_reason is not None or content is None or len(content.parts) != 1:
         return False
     p = content.parts[0]
+    if cand.grounding_metadata is not None:
+        return False
     return not (p.thought or p.thought_signature or p.function_call is not None)
 
 
@@ -86,6 +89,7 @@ class GeminiStreamDecoder:
         "_done",
         "_finish",
         "_finish_message",
+        "_grounding",
         "_held",
         "_id",
         "_next",
@@ -93,6 +97,7 @@ class GeminiStreamDecoder:
         "_open_kind",
         "_sealed",
         "_started",
+        "_texts",
         "_usage",
     )
 
@@ -110,6 +115,10 @@ class GeminiStreamDecoder:
         self._block_reason: wire.PromptFeedback | None = None
         self._usage: wire.UsageMetadata | None = None
         self._held = Held()
+        # Grounding comes on the last chunks and cites byte offsets into the whole
+        # answer: each text block's text is kept to turn them into spans.
+        self._grounding: dict[str, Any] | None = None
+        self._texts: dict[int, list[str]] = {}
 
     def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
         if self._done:
@@ -142,6 +151,8 @@ class GeminiStreamDecoder:
             self._block_reason = r.prompt_feedback
         if r.candidates:
             cand = r.candidates[0]
+            if cand.grounding_metadata:
+                self._grounding = cand.grounding_metadata
             if cand.content is not None:
                 for p in cand.content.parts:
                     self._part(p, out)
@@ -172,6 +183,7 @@ class GeminiStreamDecoder:
             break
         if usage is not None:
             self._usage = usage
+        self._texts[index].extend(texts)
         return i, index, texts
 
     def close(self) -> list[c.StreamEvent]:
@@ -179,8 +191,11 @@ class GeminiStreamDecoder:
             return []
         self._done = True
         out: list[c.StreamEvent] = []
+        searches = self._grounded(out)
         self._close_open(out)
+        out.extend(searches)
         usage = usage_in(self._usage)
+        usage.server_tool_requests = grounding.search_count(self._grounding)
         if self._finish is None:
             if self._block_reason is not None:
                 out.append(
@@ -209,6 +224,23 @@ class GeminiStreamDecoder:
         return out
 
     # ---- parts
+
+    def _grounded(self, out: list[c.StreamEvent]) -> list[c.StreamEvent]:
+        """The grounding's citations for each text block (a block closed before the
+        answer ended gets them after its stop: encoders ignore them there), and its
+        searches, to follow the last block (``anthropic_messages.search_stream`` puts
+        them before the text that cites them for its clients)."""
+        meta = self._grounding
+        if not meta:
+            return []
+        blocks = list(self._texts)
+        texts = ["".join(self._texts[i]) for i in blocks]
+        for i, cites in zip(blocks, grounding.citations_in(meta, texts), strict=True):
+            if cites:
+                out.append(c.Citations(index=i, citations=cites))
+        return [
+            c.ServerTool(index=self._new(), use=u) for u in grounding.searches_in(meta, self._id)
+        ]
 
     def _new(self) -> int:
         i = self._next
@@ -287,7 +319,9 @@ class GeminiStreamDecoder:
             if self._open is None or self._open_kind != _TEXT:
                 self._close_open(out)
                 self._open, self._open_kind = self._new(), _TEXT
+                self._texts[self._open] = []
                 out.append(c.BlockStart(index=self._open, kind="text"))
+            self._texts[self._open].append(p.text)
             out.append(c.BlockDelta(index=self._open, text=p.text))
 
 
@@ -319,6 +353,12 @@ class GeminiStreamEncoder:
         self._done = False
         self._tail: bytes | None = None  # ``"modelVersion":...}`` of every frame
         self._cut: ProxyError | None = None  # a call whose arguments are not an object
+        # Grounding goes on the last chunk: the searches, and each text block's text and
+        # citations, for the supports' byte offsets (the text kept as the Responses
+        # encoder keeps its chunks: references, no copies).
+        self._searches: list[c.ServerToolUse] = []
+        self._texts: dict[int, list[str]] = {}
+        self._cites: dict[int, list[c.Citation]] = {}
 
     def encode(self, event: c.StreamEvent) -> bytes:
         if self._done:
@@ -337,6 +377,8 @@ class GeminiStreamEncoder:
         if self._pending is not None or tail is None:
             return None
         self._has_text = True
+        if index in self._texts:
+            self._texts[index].extend(texts)
         end = _TEXT_TAIL + b"," + tail + b"\r\n\r\n"
         return _DELTA_HEAD + (end + _DELTA_HEAD).join(map(_encoder.encode, texts)) + end
 
@@ -349,12 +391,15 @@ class GeminiStreamEncoder:
         finish: str | None = None,
         message: str | None = None,
         usage: wire.UsageMetadata | None = None,
+        grounded: dict[str, Any] | None = None,
     ) -> bytes:
         if parts and not parts[0].thought and self._pending is not None:
             parts[0].thought_signature, self._pending = self._pending, None
+        cand = candidate(parts, finish, message)
+        cand.grounding_metadata = grounded
         return self._frame(
             wire.GenerateContentResponse(
-                candidates=[candidate(parts, finish, message)],
+                candidates=[cand],
                 usage_metadata=usage,
                 model_version=self._model,
                 response_id=self._id,
@@ -369,6 +414,8 @@ class GeminiStreamEncoder:
 
     def _on_block_start(self, ev: c.BlockStart) -> bytes:
         self._blocks.setdefault(ev.index, _Block(ev))
+        if ev.kind in ("text", "refusal"):
+            self._texts.setdefault(ev.index, [])
         return b""
 
     def _on_delta(self, ev: c.BlockDelta) -> bytes:
@@ -384,6 +431,7 @@ class GeminiStreamEncoder:
             return self._delta_frame(ev.text, _THOUGHT_TAIL)
         if block.kind in ("text", "refusal"):
             self._has_text = True
+            self._texts[ev.index].append(ev.text)
             if self._pending is not None:
                 return self._chunk([wire.Part(text=ev.text)])
             return self._delta_frame(ev.text, _TEXT_TAIL)
@@ -406,7 +454,19 @@ class GeminiStreamEncoder:
         return b""
 
     def _on_citations(self, ev: c.Citations) -> bytes:
-        return b""  # Gemini's grounding metadata has no place for client citations
+        if ev.index in self._texts:
+            self._cites.setdefault(ev.index, []).extend(ev.citations)
+        return b""  # grounding supports, on the last chunk
+
+    def _on_server_tool(self, ev: c.ServerTool) -> bytes:
+        self._searches.append(ev.use)
+        return b""  # grounding, on the last chunk
+
+    def _grounding(self) -> dict[str, Any] | None:
+        if not self._searches and not self._cites:
+            return None
+        texts = [("".join(t), self._cites.get(i)) for i, t in self._texts.items()]
+        return grounding_out(self._searches, texts)
 
     def _on_stop(self, ev: c.BlockStop) -> bytes:
         block = self._blocks.pop(ev.index, None)
@@ -447,7 +507,8 @@ class GeminiStreamEncoder:
         elif self._pending is not None:
             parts.append(wire.Part(text=""))
         self._done = True
-        return out + self._chunk(parts, finish, message, usage_out(ev.usage))
+        meta = self._grounding()
+        return out + self._chunk(parts, finish, message, usage_out(ev.usage), meta)
 
     def _on_error(self, ev: c.StreamError) -> bytes:
         self._done = True
@@ -460,6 +521,7 @@ _HANDLERS: dict[type, Callable[[GeminiStreamEncoder, Any], bytes]] = {
     c.BlockDelta: GeminiStreamEncoder._on_delta,
     c.BlockSignature: GeminiStreamEncoder._on_signature,
     c.Citations: GeminiStreamEncoder._on_citations,
+    c.ServerTool: GeminiStreamEncoder._on_server_tool,
     c.BlockStop: GeminiStreamEncoder._on_stop,
     c.Finish: GeminiStreamEncoder._on_finish,
     c.StreamError: GeminiStreamEncoder._on_error,

@@ -17,6 +17,7 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import search_results as sr
 from . import wire as w
 
 _up_response: LazyDecoder[w.UpResponse] = LazyDecoder(w.UpResponse)
@@ -169,7 +170,7 @@ def decode_response(body: bytes) -> c.Response:
                 )
             )
         elif type(item) is w.UpWebSearchCall:
-            content.append(c.ServerToolUse(id=item.id, name="web_search", input=item.action or {}))
+            content.append(search_in(item))
     reason = r.incomplete_details.reason if r.incomplete_details else None
     return c.Response(
         id=r.id,
@@ -250,15 +251,57 @@ def terminal_status(stop: c.StopReason | None) -> str:
     return responses_status(stop) if stop is not None else "completed"
 
 
-def citation_out(cite: c.Citation, text_len: int) -> w.UrlCitation:
-    """A citation as a url_citation annotation of a text part ``text_len`` long. One
-    without offsets (Anthropic's) spans the whole part, as in the Chat codec."""
-    return w.UrlCitation(
-        url=cite.url,
-        title=cite.title or "",
-        start_index=cite.start_index if cite.start_index is not None else 0,
-        end_index=cite.end_index if cite.end_index is not None else text_len,
+def citation_out(cite: c.Citation, text: str) -> w.UrlCitation:
+    """A citation as a url_citation annotation of the text part ``text``: its own
+    offsets, else where its cited text is in the part, else the whole part."""
+    if cite.end_index is not None:  # (a stream announces it at once: ``spans_whole_part``)
+        start, end = cite.start_index or 0, cite.end_index
+    else:
+        start, end = sr.span_of(text, cite)
+    return w.UrlCitation(url=cite.url, title=cite.title or "", start_index=start, end_index=end)
+
+
+def search_in(item: w.UpWebSearchCall) -> c.ServerToolUse:
+    """A ``web_search_call`` item as a search: its query, and its pages when the
+    request asked for them (``include: web_search_call.action.sources``)."""
+    action = item.action or {}
+    query = action.get("query")
+    queries = action.get("queries")
+    if not isinstance(query, str) and isinstance(queries, list) and queries:
+        query = queries[0]
+    sources = action.get("sources")
+    hits = None
+    if isinstance(sources, list):
+        hits = [
+            c.SearchHit(
+                url=s["url"], title=s.get("title") if isinstance(s.get("title"), str) else None
+            )
+            for s in sources
+            if isinstance(s, dict) and isinstance(s.get("url"), str)
+        ]
+    return c.ServerToolUse(
+        id=item.id,
+        name="web_search",
+        input={"query": query} if isinstance(query, str) else {},
+        result=action or None,
+        hits=hits,
+        error="unavailable" if item.status == "failed" else None,
     )
+
+
+def search_item(use: c.ServerToolUse, item_id: str, done: bool) -> w.OutputWebSearchCall:
+    """A search as a ``web_search_call`` item: as announced (in progress, no sources
+    yet) or done."""
+    action: dict[str, Any] = {"type": "search", "query": sr.query_of(use)}
+    if not done:
+        return w.OutputWebSearchCall(id=item_id, status="in_progress", action=action)
+    action["sources"] = [{"type": "url", "url": h.url} for h in use.hits or ()]
+    status = "failed" if use.error is not None else "completed"
+    return w.OutputWebSearchCall(id=item_id, status=status, action=action)
+
+
+def search_item_id(use: c.ServerToolUse, rid: str, n: int) -> str:
+    return use.id if use.id.startswith("ws_") else ids.item_id("ws_", rid, n)
 
 
 def spans_whole_part(cite: c.Citation) -> bool:
@@ -271,7 +314,7 @@ def text_part(text: str, citations: list[c.Citation] | None) -> w.OutputText:
     if not citations:
         return w.OutputText(text=text)
     ordered = sorted(citations, key=spans_whole_part)  # the stream's order
-    return w.OutputText(text=text, annotations=[citation_out(x, len(text)) for x in ordered])
+    return w.OutputText(text=text, annotations=[citation_out(x, text) for x in ordered])
 
 
 def refusal_message(response_id: str, n: int, explanation: str) -> w.OutputMessage:
@@ -534,7 +577,11 @@ def output_items(response: c.Response, rid: str | None = None) -> list[w.OutputI
                     encrypted_out(p),
                 )
             )
-        # Server tool parts have no stream shape: dropped in both paths alike.
+        elif sr.is_search(p):
+            joinable = refused = None
+            item_id = search_item_id(p, rid, len(items))  # type: ignore[arg-type]
+            items.append(search_item(p, item_id, True))  # type: ignore[arg-type]
+        # Other server tools have no Responses shape: dropped in both paths alike.
     if shows_explanation(response.stop_reason, response.refusal_explanation, shown):
         items.append(refusal_message(rid, len(items), response.refusal_explanation or ""))
     return items

@@ -33,6 +33,7 @@ from ...codec import RefusalJoin
 from ...errors import ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import SSEEvent, frame_head
+from .._kit import search_results as sr
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import response as r
 from . import wire as w
@@ -365,6 +366,9 @@ class ResponsesStreamDecoder:
                 else:
                     out.append(c.BlockSignature(index=item.block, encrypted_content=encrypted))
                 self._stop(item.block, out)
+        elif isinstance(up, w.UpWebSearchCall):  # whole once done: its query and sources
+            out.append(c.ServerTool(index=self._next_block, use=r.search_in(up)))
+            self._next_block += 1
         elif item.kind is _TOOL and item.block is not None:
             if not item.delta_seen:
                 full = ""
@@ -765,6 +769,9 @@ _FRAME_HEAD: dict[type[Any], bytes] = {
         w.OutputTextDelta,
         w.OutputTextDone,
         w.AnnotationAdded,
+        w.WebSearchInProgress,
+        w.WebSearchSearching,
+        w.WebSearchCompleted,
         w.RefusalDelta,
         w.RefusalDone,
         w.SummaryPartAdded,
@@ -1148,10 +1155,22 @@ class ResponsesStreamEncoder:
             if r.spans_whole_part(cite):
                 block.whole_part_citations.append(cite)
                 continue
-            ann = r.citation_out(cite, 0)
+            ann = r.citation_out(cite, "")
             block.citations.append(ann)
             out += self._annotation(block, block.msg, len(block.citations) - 1, ann)
         return out
+
+    def _server_tool(self, ev: c.ServerTool) -> bytes:
+        """A search as a ``web_search_call`` item with its progress events, whole."""
+        if not sr.is_search(ev.use):
+            return b""
+        self._msg = None  # nothing joins a message across it
+        use, n = ev.use, len(self._items)
+        item_id = r.search_item_id(use, self._upstream_id, n)
+        out = self._add_item(r.search_item(use, item_id, False))
+        for cls in (w.WebSearchInProgress, w.WebSearchSearching, w.WebSearchCompleted):
+            out += self._frame(cls(item_id=item_id, output_index=n, sequence_number=self._next()))
+        return out + self._item_done(n, r.search_item(use, item_id, True))
 
     def _signature(self, ev: c.BlockSignature) -> bytes:
         block = self._blocks.get(ev.index)
@@ -1262,7 +1281,7 @@ class ResponsesStreamEncoder:
         else:
             out = b""
             for cite in block.whole_part_citations:
-                ann = r.citation_out(cite, len(text))
+                ann = r.citation_out(cite, text)
                 block.citations.append(ann)
                 out += self._annotation(block, msg, len(block.citations) - 1, ann)
             part = w.OutputText(text=text, annotations=block.citations)
@@ -1303,6 +1322,7 @@ _ENCODER_HANDLERS: dict[type, Callable[[ResponsesStreamEncoder, Any], bytes]] = 
     c.BlockStop: ResponsesStreamEncoder._block_stop,
     c.BlockSignature: ResponsesStreamEncoder._signature,
     c.Citations: ResponsesStreamEncoder._citations,
+    c.ServerTool: ResponsesStreamEncoder._server_tool,
     c.Finish: ResponsesStreamEncoder._finish,
     c.StreamError: ResponsesStreamEncoder._error,
     c.MessageStart: ResponsesStreamEncoder._ignore,

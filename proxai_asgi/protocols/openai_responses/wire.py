@@ -329,7 +329,19 @@ class OutputCustomToolCall(_Tagged, tag="custom_tool_call"):
     input: str
 
 
-OutputItem = OutputMessage | OutputReasoning | OutputFunctionCall | OutputCustomToolCall
+class OutputWebSearchCall(_Tagged, tag="web_search_call"):
+    id: str
+    status: str
+    action: dict[str, Any]
+
+
+OutputItem = (
+    OutputMessage
+    | OutputReasoning
+    | OutputFunctionCall
+    | OutputCustomToolCall
+    | OutputWebSearchCall
+)
 
 
 class InputTokensDetails(Struct):
@@ -543,6 +555,21 @@ class CustomInputDone(_Event, tag="response.custom_tool_call_input.done"):
     input: str
 
 
+class WebSearchInProgress(_Event, tag="response.web_search_call.in_progress"):
+    item_id: str
+    output_index: int
+
+
+class WebSearchSearching(_Event, tag="response.web_search_call.searching"):
+    item_id: str
+    output_index: int
+
+
+class WebSearchCompleted(_Event, tag="response.web_search_call.completed"):
+    item_id: str
+    output_index: int
+
+
 class ErrorEvent(_Event, tag="error"):
     code: str | None
     message: str
@@ -628,6 +655,7 @@ class UpCustomToolCall(Struct, tag_field="type", tag="custom_tool_call"):
 class UpWebSearchCall(Struct, tag_field="type", tag="web_search_call"):
     id: str = ""
     action: dict[str, Any] | None = None
+    status: str | None = None
 
 
 UpItem = UpMessage | UpReasoning | UpFunctionCall | UpCustomToolCall | UpWebSearchCall

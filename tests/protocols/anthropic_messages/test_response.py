@@ -11,6 +11,7 @@ from anthropic.types import Message
 from proxai_asgi import canonical as c
 from proxai_asgi import reasoning_carry
 from proxai_asgi.errors import ProxyError
+from proxai_asgi.protocols._kit import search_results as sr
 from proxai_asgi.protocols.anthropic_messages import CODEC
 from tests.helpers import captures as cap
 
@@ -153,12 +154,16 @@ def test_url_citations_and_server_tool_blocks_decode() -> None:
             ]
         )
     )
+    # A result entry that is no web_search_result names no page; a cited text that is
+    # not in the block (the page's quote) cites the whole block.
+    cite = c.Citation(
+        url="https://fr.x", title="FR", cited_text="capital", start_index=0, end_index=6
+    )
     assert r.content == [
-        c.ServerToolUse(id="srvtoolu_1", name="web_search", input={"query": "q"}, result=[1]),
-        c.Text(
-            text="Paris.",
-            citations=[c.Citation(url="https://fr.x", title="FR", cited_text="capital")],
+        c.ServerToolUse(
+            id="srvtoolu_1", name="web_search", input={"query": "q"}, result=[1], hits=[]
         ),
+        c.Text(text="Paris.", citations=[cite]),
     ]
 
 
@@ -344,29 +349,51 @@ def test_reasoning_becomes_thinking_with_the_signature_a_client_can_replay() -> 
     ]
 
 
-def test_server_tool_use_parts_are_skipped_for_the_client() -> None:
-    out = _encode(
-        c.Response(
-            id="x",
-            model="m",
-            content=[c.ServerToolUse(id="s", name="web_search"), c.Text(text="t")],
-        )
-    )
-    assert out["content"] == [{"type": "text", "text": "t"}]
+def test_a_search_becomes_a_server_tool_use_and_its_result_block_and_is_counted() -> None:
+    hit = c.SearchHit(url="https://p", title="P")
+    search = c.ServerToolUse(id="s", name="web_search", input={"query": "q"}, hits=[hit])
+    fetch = c.ServerToolUse(id="f", name="web_fetch")  # no counterpart here: left out
+    out = _encode(c.Response(id="x", model="m", content=[search, fetch, c.Text(text="t")]))
+    call, result, text = out["content"]
+    assert call == {
+        "type": "server_tool_use",
+        "id": "srvtoolu_s",
+        "name": "web_search",
+        "input": {"query": "q"},
+    }
+    assert result["tool_use_id"] == "srvtoolu_s"
+    [page] = result["content"]
+    assert page["url"] == "https://p" and page["title"] == "P"
+    assert sr.hit_from_placeholder(page["encrypted_content"]) == hit  # replayable
+    assert text == {"type": "text", "text": "t"}
+    assert out["usage"]["server_tool_use"]["web_search_requests"] == 1
+
+
+def test_a_failed_search_is_a_web_search_tool_result_error() -> None:
+    search = c.ServerToolUse(id="s", name="web_search", input={"query": "q"}, error="unavailable")
+    out = _encode(c.Response(id="x", model="m", content=[search]))
+    assert out["content"][1]["content"] == {
+        "type": "web_search_tool_result_error",
+        "error_code": "unavailable",
+    }
 
 
 def test_citations_become_web_search_result_locations() -> None:
     cite = c.Citation(url="https://u", title="T", cited_text="q")
-    out = _encode(c.Response(id="x", model="m", content=[c.Text(text="a", citations=[cite])]))
-    assert out["content"][0]["citations"] == [
-        {
-            "type": "web_search_result_location",
-            "cited_text": "q",
-            "url": "https://u",
-            "title": "T",
-            "encrypted_index": "",
-        }
-    ]
+    spanned = c.Citation(url="https://v", start_index=2, end_index=5)
+    text = c.Text(text="a bcd e", citations=[cite, spanned])
+    out = _encode(c.Response(id="x", model="m", content=[text]))
+    first, second = out["content"][0]["citations"]
+    assert first["encrypted_index"].startswith(sr.INDEX_PREFIX)
+    assert {**first, "encrypted_index": ""} == {
+        "type": "web_search_result_location",
+        "cited_text": "q",
+        "url": "https://u",
+        "title": "T",
+        "encrypted_index": "",
+    }
+    # A span without a quote cites the text it covers; a title-less page is named by URL.
+    assert (second["cited_text"], second["title"]) == ("bcd", "https://v")
 
 
 def test_refusal_text_is_a_text_block_with_stop_reason_refusal_and_explanation() -> None:

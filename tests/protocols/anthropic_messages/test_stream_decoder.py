@@ -68,8 +68,9 @@ def _violation(*events: dict[str, Any]) -> ProxyError:
 
 
 def check_canonical_stream(events: list[c.StreamEvent]) -> None:
-    """Decoder contract: indexes unique from 0, every start stopped before Finish,
-    exactly one terminal event and it is last."""
+    """Decoder contract: indexes unique from 0 (a ServerTool takes one, with no block
+    open), every start stopped before Finish, exactly one terminal event and it is
+    last."""
     started: list[int] = []
     stopped: set[int] = set()
     terminals = [i for i, e in enumerate(events) if isinstance(e, (c.Finish, c.StreamError))]
@@ -82,6 +83,11 @@ def check_canonical_stream(events: list[c.StreamEvent]) -> None:
             assert e.index in started and e.index not in stopped
         elif isinstance(e, c.BlockStop):
             assert e.index in started and e.index not in stopped
+            stopped.add(e.index)
+        elif isinstance(e, c.ServerTool):  # whole: an index of its own, between blocks
+            assert e.index not in started
+            assert all(i in stopped for i in started)
+            started.append(e.index)
             stopped.add(e.index)
     assert started == list(range(len(started)))
     if isinstance(events[-1], c.Finish):
@@ -319,7 +325,7 @@ def test_redacted_thinking_and_citations_decode() -> None:
     ]
 
 
-def test_server_tool_blocks_and_unknown_types_are_skipped() -> None:
+def test_a_search_becomes_one_server_tool_event_and_unknown_types_are_skipped() -> None:
     server = {
         "type": "content_block_start",
         "index": 0,
@@ -374,8 +380,13 @@ def test_server_tool_blocks_and_unknown_types_are_skipped() -> None:
         )
     )
     check_canonical_stream(events)
-    assert fold(events).content == [c.Text(text="ok")]
-    assert [e.index for e in events if isinstance(e, c.BlockStart)] == [0]
+    # The call's input is cut JSON ('{"q"'): kept as started; the result names no page.
+    search = c.ServerToolUse(id="srvtoolu_1", name="web_search", result=[], hits=[])
+    assert fold(events).content == [search, c.Text(text="ok")]
+    assert [type(e).__name__ for e in events if isinstance(e, (c.BlockStart, c.ServerTool))] == [
+        "ServerTool",
+        "BlockStart",
+    ]
 
 
 def test_error_event_becomes_stream_error_with_status_from_its_type() -> None:

@@ -164,13 +164,27 @@ def test_web_search_call_becomes_a_server_tool_use_part() -> None:
                 "type": "web_search_call",
                 "id": "ws_1",
                 "status": "completed",
-                "action": {"type": "search", "query": "q"},
-            }
+                "action": {
+                    "type": "search",
+                    "query": "q",
+                    "sources": [{"type": "url", "url": "https://p"}],
+                },
+            },
+            {"type": "web_search_call", "id": "ws_2", "status": "failed", "action": {}},
         )
     )
+    action = {"type": "search", "query": "q", "sources": [{"type": "url", "url": "https://p"}]}
     assert r.content == [
-        c.ServerToolUse(id="ws_1", name="web_search", input={"type": "search", "query": "q"})
+        c.ServerToolUse(
+            id="ws_1",
+            name="web_search",
+            input={"query": "q"},
+            result=action,
+            hits=[c.SearchHit(url="https://p")],
+        ),
+        c.ServerToolUse(id="ws_2", name="web_search", error="unavailable"),
     ]
+    assert r.usage.server_tool_requests == 2
 
 
 def test_unknown_output_items_and_parts_are_skipped() -> None:
@@ -404,9 +418,20 @@ def test_an_empty_text_part_is_a_message_item_with_an_empty_output_text_part() -
     ]
 
 
-def test_server_tool_parts_have_no_client_shape_and_are_left_out() -> None:
-    body = client_json(response(c.ServerToolUse(id="s", name="web_search"), c.Text(text="x")))
-    assert [i["type"] for i in body["output"]] == ["message"]
+def test_a_search_is_a_web_search_call_item_and_other_server_tools_are_left_out() -> None:
+    search = c.ServerToolUse(
+        id="s", name="web_search", input={"query": "q"}, hits=[c.SearchHit(url="https://p")]
+    )
+    fetch = c.ServerToolUse(id="f", name="web_fetch")
+    body = client_json(response(search, fetch, c.Text(text="x")))
+    assert [i["type"] for i in body["output"]] == ["web_search_call", "message"]
+    item = body["output"][0]
+    assert item["status"] == "completed" and item["id"].startswith("ws_")
+    assert item["action"] == {
+        "type": "search",
+        "query": "q",
+        "sources": [{"type": "url", "url": "https://p"}],
+    }
 
 
 @pytest.mark.parametrize(

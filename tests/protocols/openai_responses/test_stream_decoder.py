@@ -499,7 +499,7 @@ def test_parts_seen_only_in_their_done_events_are_not_lost() -> None:
     assert fold(events).content == [c.Text(text="whole")]
 
 
-def test_hosted_tool_items_are_ignored_in_the_stream() -> None:
+def test_a_web_search_call_is_one_server_tool_event_once_done() -> None:
     ws = {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}
     events = decode_stream(
         frames(
@@ -510,7 +510,9 @@ def test_hosted_tool_items_are_ignored_in_the_stream() -> None:
             completed(),
         )
     )
-    assert fold(events).content == [c.Text(text="r")]
+    search = c.ServerToolUse(id="ws_1", name="web_search")
+    assert fold(events).content == [search, c.Text(text="r")]
+    assert [type(e) for e in events].count(c.ServerTool) == 1
 
 
 @pytest.mark.parametrize(
