@@ -150,6 +150,8 @@ def test_the_upstream_gets_its_own_search_tool_and_the_rest_is_reported(
         )
         assert tool.get("user_location") == ws.user_location
         assert tool.get("search_context_size") == ws.context_size
+        # the pages each search found, which the client's search result lists
+        assert "web_search_call.action.sources" in body["include"]
     else:
         assert tool == {"googleSearch": {}}
     unmapped = {

@@ -818,6 +818,10 @@ def _to_wire(
         text.verbosity = request.verbosity
 
     reasoning, include = _reasoning_param(request.reasoning, report)
+    if request.web_search is not None and own_search is None:
+        # The pages a search found are listed only when asked for: without them an
+        # Anthropic client's search result (and a Gemini one's grounding) would be empty.
+        include = [*(include or ()), "web_search_call.action.sources"]
 
     max_tokens = request.max_tokens
     if max_tokens is not None and max_tokens < MIN_OUTPUT_TOKENS:
