@@ -235,6 +235,10 @@ class Request(msgspec.Struct, gc=False, kw_only=True):
     tools: list[Tool] = msgspec.field(default_factory=list)
     hosted_tools: list[HostedTool] = msgspec.field(default_factory=list)
     web_search: WebSearch | None = None  # the client offered its provider's web search
+    # Set by the translation: the upstream tells a search's results after the text that
+    # cites them (Gemini's grounding comes last), so a client whose protocol puts them
+    # first (Anthropic) holds the answer until they come; others stream as it comes.
+    search_results_last: bool = False
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     max_tokens: int | None = None

@@ -210,6 +210,8 @@ class Codec(Protocol):
     # How much of a relayed stream's end accounting keeps to read its usage from
     # (``relayed_stream_usage``): the whole of its last frame that carries usage.
     usage_tail_bytes: int
+    # Upstream side: a search's results come after the text citing them (Gemini).
+    search_results_last: bool
     # Client side: headers this protocol's clients send that name their session
     # (conversation), most specific first; routing keeps a session on one key and
     # target (``routing.affinity``).

@@ -86,6 +86,8 @@ def prepare(
         request.model = model
     if stream is not None:
         request.stream = stream
+    if request.web_search is not None:
+        request.search_results_last = target.search_results_last
     wrapped: frozenset[str] = frozenset()
     if client.wraps_custom_tools and not target.takes_custom_tools(upstream):
         wrapped = custom_tools.wrap(request)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from .. import canonical as c
-from .. import pipeline
+from .. import custom_tools, pipeline
 from ..codec import Codec, PathCall, fold, unfold
 from ..errors import ProxyError, TranslationReport
 from ..routing.failures import classify_status
@@ -95,6 +95,10 @@ class _Client:
         self.translation = translation
         self.stream = translation.request.stream
         self.encoder = translation.client.stream_encoder(translation.request)
+        # Custom tools the upstream was sent as functions (Codex's apply_patch over
+        # Chat) are told to the client as its own custom tool calls again.
+        wrapped = translation.wrapped
+        self.unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
         self.claimed = False
         self.lost = False  # another attempt answers
         self.held = bytearray()
@@ -104,9 +108,11 @@ class _Client:
     async def emit(self, events: list[c.StreamEvent]) -> None:
         if not events or self.lost:
             return
-        if not self.stream:
+        if not self.stream:  # (folded, then unwrapped as a whole: ``pipeline.answer``)
             self.events.extend(events)
             return
+        if self.unwrap is not None:
+            events = [out for ev in events for out in self.unwrap.feed(ev)]
         data = b"".join(map(self.encoder.encode, events))
         if self.claimed:
             if data:

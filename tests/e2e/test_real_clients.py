@@ -342,7 +342,8 @@ def codex_events(run: Run, recorder: Recorder, model: ScriptedModel) -> list[dic
     messages = [i["text"] for i in items if i["type"] == "agent_message"]
     assert messages and FINAL_PREFIX in messages[-1] and MARKER in messages[-1], why
     assert (run.work / "ran.txt").read_text().strip() == MARKER, why
-    assert (run.work / "patched.txt").read_text().strip() == PATCH_MARKER, why
+    patched = run.work / "patched.txt"
+    assert patched.exists() and patched.read_text().strip() == PATCH_MARKER, why
     assert not model.problems, why
     return events
 

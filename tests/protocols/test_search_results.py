@@ -27,8 +27,15 @@ HIT = c.SearchHit(url="https://p.example/a", title="Page — A", snippet="words 
 SEARCH = c.ServerToolUse(id="s1", name="web_search", input={"query": "q"}, hits=[HIT])
 
 
-def _request(search: bool = True) -> c.Request:
-    return c.Request(model="m", messages=[], web_search=c.WebSearch() if search else None)
+def _request(search: bool = True, results_last: bool = True) -> c.Request:
+    """A request that offered search (or not); ``results_last``: as the translation
+    marks it for an upstream whose search results come after the text (Gemini)."""
+    return c.Request(
+        model="m",
+        messages=[],
+        web_search=c.WebSearch() if search else None,
+        search_results_last=search and results_last,
+    )
 
 
 def _decode_stream(protocol: str, body: bytes) -> list[c.StreamEvent]:
@@ -271,13 +278,45 @@ def test_an_anthropic_client_gets_a_folded_gemini_streams_search_before_its_cite
 def test_an_anthropic_clients_stream_folds_to_its_plain_answer(upstream: str, search: bool) -> None:
     from tests.protocols.anthropic_messages._util import checked_stream, sdk_fold, sdk_message
 
-    request = _request(search)
+    request = _request(search, get_codec(upstream).search_results_last)  # type: ignore[arg-type]
     streamed = fold(_decode_stream(upstream, sa.ANSWERS[upstream][1]()))
     raw, _ = checked_stream(unfold(streamed), request)
     plain = get_codec(upstream).decode_response(sa.ANSWERS[upstream][0]())  # type: ignore[arg-type]
     want = sdk_message(get_codec("anthropic_messages").encode_response(plain, request))
     got = sdk_fold(raw)
-    if not search and upstream == "gemini_generate_content":
+    if not request.search_results_last and upstream == "gemini_generate_content":
         # Unheld, a Gemini stream's search follows its text; the plain answer's leads.
         got["content"] = [*got["content"][-2:], *got["content"][:-2]]
     assert got == want
+
+
+def test_an_anthropic_client_with_search_streams_at_once_when_results_come_first() -> None:
+    """Only an upstream whose results come last (Gemini) makes an Anthropic client's
+    answer wait: from the others a search precedes its text, so text streams at once
+    (a long answer that never searches is not held to its end)."""
+    assert get_codec("gemini_generate_content").search_results_last
+    for upstream in ("anthropic_messages", "openai_responses", "openai_chat_completions"):
+        assert not get_codec(upstream).search_results_last  # type: ignore[arg-type]
+    enc = get_codec("anthropic_messages").stream_encoder(_request(results_last=False))
+    events = _late_grounding()
+    assert enc.encode(events[0]) and enc.encode(events[1]) == b""
+    assert b"text_delta" in enc.encode(events[2])
+
+
+@pytest.mark.parametrize("upstream", list(sa.ANSWERS))
+def test_the_translation_marks_where_the_upstreams_results_come(upstream: str) -> None:
+    from proxai_asgi import Upstream, pipeline
+
+    body = json.dumps(
+        {
+            "model": "m",
+            "max_tokens": 100,
+            "messages": [{"role": "user", "content": "news?"}],
+            "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+        }
+    ).encode()
+    up = Upstream(upstream, "http://127.0.0.1:9", "k")  # type: ignore[arg-type]
+    anthropic = get_codec("anthropic_messages")
+    t = pipeline.prepare(anthropic, get_codec(upstream), body, up)  # type: ignore[arg-type]
+    assert t.request.web_search is not None
+    assert t.request.search_results_last is (upstream == "gemini_generate_content")

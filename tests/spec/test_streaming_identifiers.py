@@ -431,9 +431,13 @@ def test_responses_output_index_counts_items_apart_from_the_anthropic_block_inde
     )
     out = translate_stream(ANTHROPIC, RESPONSES, raw)
     validate_responses(out)
+    # The search's two Anthropic blocks (0, 1) are one web_search_call item, the tool
+    # call (block 2) the next item: indexes count items, not blocks.
     located = {e["output_index"] for e in typed_events(out) if "output_index" in e}
-    assert located == {0}
-    assert [i["call_id"] for i in responses_items(out)] == ["toolu_a"]
+    assert located == {0, 1}
+    items = responses_items(out)
+    assert [i["type"] for i in items] == ["web_search_call", "function_call"]
+    assert items[1]["call_id"] == "toolu_a"
 
 
 # ======================================== Chat: per-chunk tool_calls[].index

@@ -47,6 +47,7 @@ class AnthropicMessagesCodec(BodyAddressed):
     serves_websocket: bool = False
     stateful: bool = False
     usage_tail_bytes: int = TAIL_BYTES
+    search_results_last: bool = False
     session_headers: tuple[bytes, ...] = session.HEADERS
     session_hint = staticmethod(session.session_hint)
     # Anthropic continues a final assistant turn (some newest models reject it:

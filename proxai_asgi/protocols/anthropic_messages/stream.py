@@ -497,7 +497,8 @@ class AnthropicStreamEncoder:
         self._seen: set[int] = set()  # every canonical index ever started
         # A client that offered search: the answer is held until its first search
         # (``search_stream``).
-        self._hold = SearchHold() if request.web_search is not None else None
+        # (Gemini grounding last: the search blocks must go before the text citing them)
+        self._hold = SearchHold() if request.search_results_last else None
         self._searches = 0
 
     def encode(self, event: c.StreamEvent) -> bytes:

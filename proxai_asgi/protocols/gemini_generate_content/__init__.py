@@ -39,6 +39,7 @@ class GeminiGenerateContentCodec:
     serves_websocket: bool = False
     stateful: bool = False
     usage_tail_bytes: int = TAIL_BYTES
+    search_results_last: bool = True  # grounding metadata on the last chunk
     session_headers: tuple[bytes, ...] = ()  # its clients send none
     session_hint = staticmethod(session.session_hint)
     # Whether a final model turn is continued or answered anew is not documented

@@ -26,6 +26,7 @@ class ChatCompletionsCodec(OpenAIFamily, BodyAddressed):
     serves_websocket: bool = False
     stateful: bool = False
     usage_tail_bytes: int = TAIL_BYTES
+    search_results_last: bool = False
     session_hint = staticmethod(session.session_hint)  # headers: the family's
     # A final assistant message is continued by some Chat servers (vLLM asked with
     # ``continue_final_message``, llama.cpp) and answered anew by others (OpenAI,

@@ -39,6 +39,7 @@ class ResponsesCodec(OpenAIFamily, BodyAddressed):
     serves_websocket: bool = True
     stateful: bool = True
     usage_tail_bytes: int = USAGE_TAIL_BYTES  # response.completed repeats the answer
+    search_results_last: bool = False
     session_hint = staticmethod(session.session_hint)  # headers: the family's
     # Responses has no prefill: a final assistant item is context, not a start.
     continues: Literal["prefill", "restart"] = "restart"
