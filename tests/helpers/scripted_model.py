@@ -112,6 +112,10 @@ class ScriptedModel:
 
     # ------------------------------------------------------------------ the model
 
+    def raw_answer(self, request: c.Request) -> tuple[bytes, bytes] | None:
+        """A provider's own answer bytes (JSON, SSE) instead of ``answer``'s, or None."""
+        return None
+
     def answer(self, request: c.Request, n: int) -> c.Response:
         results = [
             p
@@ -269,6 +273,10 @@ class ScriptedModel:
         if call is not None:
             request.model, request.stream = call.model, call.stream
         ex.decoded = request
+        raw = self.raw_answer(request)
+        if raw is not None:
+            await reply(200, *((_SSE_CT, [raw[1]]) if request.stream else (_JSON_CT, [raw[0]])))
+            return
         response = ex.answer = self.answer(request, n)
         if not request.stream:
             await reply(200, _JSON_CT, [codec.encode_response(response, request)])
