@@ -145,3 +145,76 @@ def test_claude_code_shows_a_completed_search_with_its_results(
     sub = [r for r in llm_calls(recorder) if "web_search_20250305" in r.request.decode()]
     assert len(sub) == 1 and sub[0].status == 200, why
     assert not model.problems, why
+
+
+# --------------------------------------------------------------------- Codex
+
+CODEX_CASES = [
+    pytest.param(ANTHROPIC, "http", id="anthropic-http"),
+    pytest.param(ANTHROPIC, "inner", id="anthropic-inner"),
+    pytest.param(CHAT, "http", id="chat-http"),
+    pytest.param(CHAT, "inner", id="chat-inner"),
+]
+
+
+@pytest.mark.parametrize(("upstream", "transport"), CODEX_CASES)
+def test_codex_with_live_web_search_completes_a_search(
+    tmp_path: Path, upstream: ProtocolName, transport: str
+) -> None:
+    model = SearchingModel(upstream)
+    with middleware_for(model, transport, **_options(upstream)) as (url, recorder):
+        run = run_codex(url, tmp_path, web_search="live", prompt=f"Search the web: {sa.QUERY}?")
+    why = explain(run, recorder, model)
+    assert run.returncode == 0, why
+    events = _lines(run)
+    kinds = [e["type"] for e in events]
+    assert "turn.completed" in kinds and "turn.failed" not in kinds, why
+    items = [e["item"] for e in events if e["type"] == "item.completed"]
+    searches = [i for i in items if i["type"] == "web_search"]
+    assert [s["query"] for s in searches] == [sa.QUERY], why
+    messages = [i["text"] for i in items if i["type"] == "agent_message"]
+    assert messages and sa.CITED in messages[-1], why
+    if upstream == CHAT:
+        assert PROXY_ANSWER in messages[-1], why
+    # Codex offered its hosted search; the upstream got its own (or the proxy's function)
+    calls = llm_calls(recorder)
+    sent = [t for t in calls[0].json()["tools"] if t["type"] == "web_search"]
+    assert sent and sent[0].get("external_web_access") is True, why
+    assert _upstream_search_tools(model), why
+    if upstream == CHAT:
+        assert model.proxy_searches == 1 and model.searches == 0, why
+    else:
+        assert model.searches == 1 and model.proxy_searches == 0, why
+    assert not model.problems, why
+
+
+# ---------------------------------------------------------------- Gemini CLI
+
+GEMINI_CASES = [
+    pytest.param(ANTHROPIC, "http", id="anthropic-http"),
+    pytest.param(ANTHROPIC, "inner", id="anthropic-inner"),
+]
+
+
+@pytest.mark.parametrize(("upstream", "transport"), GEMINI_CASES)
+def test_gemini_cli_google_web_search_shows_its_sources(
+    tmp_path: Path, upstream: ProtocolName, transport: str
+) -> None:
+    steps = [("google_web_search", {"query": sa.QUERY})]
+    model = SearchingModel(upstream, steps=steps)
+    with middleware_for(model, transport, **_options(upstream)) as (url, recorder):
+        run = run_gemini(url, tmp_path, prompt=f"Search the web: {sa.QUERY}?")
+    why = explain(run, recorder, model)
+    assert run.returncode == 0, why
+    result = json.loads(run.stdout[run.stdout.index("{") :])
+    answer = result["response"]
+    # The tool's output as Gemini CLI made it from the grounding: the cited claim
+    # marked with its source's number, and the sources listed.
+    assert answer.startswith(FINAL_PREFIX) and sa.CITED + "[1]" + sa.TAIL in answer, why
+    for n, (page, title) in enumerate(sa.PAGES, 1):
+        assert f"[{n}] {title} ({page})" in answer, why
+    # The search request: googleSearch, translated to the upstream's own search tool
+    sub = [r for r in llm_calls(recorder) if "googleSearch" in r.request.decode()]
+    assert len(sub) == 1 and sub[0].status == 200, why
+    assert _upstream_search_tools(model) and model.searches == 1, why
+    assert not model.problems, why
