@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from .. import canonical as c
-from .. import pipeline
+from .. import custom_tools, pipeline
 from ..codec import Codec, PathCall, fold, unfold
 from ..errors import ProxyError, TranslationReport
 from ..routing.failures import classify_status
@@ -100,10 +100,16 @@ class _Client:
         self.held = bytearray()
         self.events: list[c.StreamEvent] = []
         self.headers: RawHeaders = []
+        # Custom tools sent as functions (Codex's apply_patch): their calls go back
+        # to the client as custom calls, as on the usual path.
+        wrapped = translation.wrapped
+        self.unwrap = custom_tools.StreamUnwrapper(wrapped) if wrapped else None
 
     async def emit(self, events: list[c.StreamEvent]) -> None:
         if not events or self.lost:
             return
+        if self.unwrap is not None:
+            events = [out for ev in events for out in self.unwrap.feed(ev)]
         if not self.stream:
             self.events.extend(events)
             return

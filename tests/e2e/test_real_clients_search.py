@@ -60,22 +60,22 @@ def _lines(run: Run) -> list[dict[str, Any]]:
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 
 
+def _is_search_tool(protocol: ProtocolName, tool: dict[str, Any]) -> bool:
+    if protocol == CHAT:
+        return bool((tool.get("function") or {}).get("name") == "web_search")
+    if protocol == GEMINI:
+        return "googleSearch" in tool or "google_search" in tool
+    return str(tool.get("type", "")).startswith("web_search")  # Responses, Anthropic
+
+
 def _upstream_search_tools(model: SearchingModel) -> list[Any]:
     """The search tools the upstream got: its own hosted one, or the proxy's function."""
-    found: list[Any] = []
-    for body in model.upstream_bodies():
-        for tool in body.get("tools") or ():
-            if model.protocol == CHAT:
-                fn = tool.get("function") or {}
-                if fn.get("name") == "web_search":
-                    found.append(tool)
-            elif model.protocol == RESPONSES and tool.get("type", "").startswith("web_search"):
-                found.append(tool)
-            elif model.protocol == GEMINI and ("googleSearch" in tool or "google_search" in tool):
-                found.append(tool)
-            elif model.protocol == ANTHROPIC and tool.get("type", "").startswith("web_search_"):
-                found.append(tool)
-    return found
+    return [
+        tool
+        for body in model.upstream_bodies()
+        for tool in body.get("tools") or ()
+        if _is_search_tool(model.protocol, tool)
+    ]
 
 
 # ---------------------------------------------------------------- Claude Code

@@ -78,7 +78,8 @@ class SearchingModel(ScriptedModel):
             if not searched:
                 self.proxy_searches += 1
                 args = json.dumps({"query": sa.QUERY})
-                call = c.ToolCall(id=f"{SEARCH_CALL_PREFIX}{n:04d}", name=proxy_fn.name, arguments=args)
+                call_id = f"{SEARCH_CALL_PREFIX}{n:04d}"
+                call = c.ToolCall(id=call_id, name=proxy_fn.name, arguments=args)
                 return self._response(request, n, [call], "tool_use")
             if "[1]" not in _text_of(searched[-1].content):
                 self.problems.append(f"the proxy's search results: {searched[-1]!r}")
