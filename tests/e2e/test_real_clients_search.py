@@ -157,10 +157,11 @@ CODEX_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("upstream", "transport"), CODEX_CASES)
-def test_codex_with_live_web_search_completes_a_search(
+def _codex_search(
     tmp_path: Path, upstream: ProtocolName, transport: str
-) -> None:
+) -> tuple[SearchingModel, list[dict[str, Any]], str, Any]:
+    """Codex asked to search: the model, the completed items, the failure text and
+    the recorder."""
     model = SearchingModel(upstream)
     with middleware_for(model, transport, **_options(upstream)) as (url, recorder):
         run = run_codex(url, tmp_path, web_search="live", prompt=f"Search the web: {sa.QUERY}?")
@@ -170,12 +171,22 @@ def test_codex_with_live_web_search_completes_a_search(
     kinds = [e["type"] for e in events]
     assert "turn.completed" in kinds and "turn.failed" not in kinds, why
     items = [e["item"] for e in events if e["type"] == "item.completed"]
+    return model, items, why, recorder
+
+
+@pytest.mark.parametrize(("upstream", "transport"), CODEX_CASES)
+def test_codex_with_live_web_search_completes_a_search(
+    tmp_path: Path, upstream: ProtocolName, transport: str
+) -> None:
+    model, items, why, recorder = _codex_search(tmp_path, upstream, transport)
+    kinds = [i["type"] for i in items]
     searches = [i for i in items if i["type"] == "web_search"]
     assert [s["query"] for s in searches] == [sa.QUERY], why
-    messages = [i["text"] for i in items if i["type"] == "agent_message"]
-    assert messages and sa.CITED in messages[-1], why
-    if upstream == CHAT:
-        assert PROXY_ANSWER in messages[-1], why
+    # What Codex shows after the search: the answer, with the cited claim. (An
+    # Anthropic answer's text blocks are one message item each: see below.)
+    after = items[kinds.index("web_search") + 1 :]
+    shown = "".join(i["text"] for i in after if i["type"] == "agent_message")
+    assert (PROXY_ANSWER if upstream == CHAT else sa.TEXT) in shown, why
     # Codex offered its hosted search; the upstream got its own (or the proxy's function)
     calls = llm_calls(recorder)
     sent = [t for t in calls[0].json()["tools"] if t["type"] == "web_search"]
@@ -218,3 +229,17 @@ def test_gemini_cli_google_web_search_shows_its_sources(
     assert len(sub) == 1 and sub[0].status == 200, why
     assert _upstream_search_tools(model) and model.searches == 1, why
     assert not model.problems, why
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an Anthropic answer's text blocks (one per cited claim) become one Responses "
+    "message item each (openai_responses stream encoder and output_items: one block, one "
+    "item), so Codex shows the answer as several messages and its last message is only "
+    "the last fragment",
+)
+def test_codex_shows_an_anthropic_search_answer_as_one_message(tmp_path: Path) -> None:
+    _, items, why, _ = _codex_search(tmp_path, ANTHROPIC, "http")
+    kinds = [i["type"] for i in items]
+    after = items[kinds.index("web_search") + 1 :]
+    assert [i["text"] for i in after if i["type"] == "agent_message"] == [sa.TEXT], why

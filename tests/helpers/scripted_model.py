@@ -32,6 +32,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
@@ -288,7 +290,9 @@ class ScriptedModel:
         if broken:  # a few events, then EOF before the terminal event
             first_delta = next(i for i, e in enumerate(events) if isinstance(e, c.BlockDelta))
             events = events[: first_delta + 1]
-        encoder = codec.stream_encoder(request)
+        # (Its answer searches nothing: an encoder told of an offered search may hold
+        # the answer back for it, as Anthropic's does, and a cut stream must show text.)
+        encoder = codec.stream_encoder(msgspec.structs.replace(request, web_search=None))
         chunks = [data for data in map(encoder.encode, events) if data]
         await reply(200, _SSE_CT, chunks)
 
