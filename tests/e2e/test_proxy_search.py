@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from proxai_asgi import ProxaiMiddleware, Searcher, SearchResult, Upstream
+from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName
 from proxai_asgi.search import StaticSearch
 from tests.helpers.search_model import ANSWER, FAILED, QUERY, SearchModel
@@ -318,3 +319,49 @@ def test_the_ledger_counts_the_proxys_searches_and_both_rounds_tokens(
         .fetchall()
     )
     assert row == [(1, 300, 20, 200)]
+
+
+class _PatchingModel(SearchModel):
+    """Answers by calling the client's freeform ``apply_patch`` (sent to a Chat
+    upstream as a function taking ``{"input": ...}``)."""
+
+    def answer(self, req: c.Request, n: int) -> c.Response:
+        call = c.ToolCall(id="call_p1", name="apply_patch", arguments=json.dumps({"input": PATCH}))
+        return c.Response(
+            id=f"chat{n}", model=req.model, content=[call], stop_reason="tool_use", usage=c.Usage()
+        )
+
+
+PATCH = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+
+
+@BOTH
+@STREAMS
+def test_a_custom_tool_call_in_a_searched_answer_reaches_the_client_as_a_custom_call(
+    transport: str, stream: bool
+) -> None:
+    """Codex offers ``apply_patch`` (a custom tool, a function toward Chat) beside
+    its ``web_search``: the call goes back as a ``custom_tool_call`` with the raw
+    patch, as on the path without search."""
+    model = _PatchingModel()
+    grammar = {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
+    kw: dict[str, Any] = {
+        "model": "m",
+        "input": "Add a.txt",
+        "tools": [
+            {"type": "custom", "name": "apply_patch", "format": grammar},
+            {"type": "web_search"},
+        ],
+    }
+    with proxy(model, transport, StaticSearch(HITS)) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        if stream:
+            with client.responses.stream(**kw) as s:
+                resp = s.get_final_response().model_dump()
+        else:
+            resp = client.responses.create(**kw).model_dump()
+    offered = [t["function"]["name"] for t in model.bodies[0]["tools"]]
+    assert offered == ["apply_patch", "web_search"]
+    (call,) = resp["output"]
+    assert call["type"] == "custom_tool_call" and call["name"] == "apply_patch"
+    assert call["input"] == PATCH

@@ -174,7 +174,19 @@ def workdirs(tmp_path: Path) -> tuple[Path, Path]:
     return home, work
 
 
-def run_claude(url: str, tmp_path: Path) -> Run:
+CLAUDE_PROMPT = "Print the e2e marker with Bash, then tell me what it printed."
+
+
+def run_claude(
+    url: str,
+    tmp_path: Path,
+    *,
+    prompt: str = CLAUDE_PROMPT,
+    tools: str = "Bash",
+    output_format: str = "json",
+) -> Run:
+    """Claude Code, print mode; ``output_format="stream-json"`` prints every message
+    and tool result as a JSON line (with ``--verbose``)."""
     home, work = workdirs(tmp_path)
     env = base_env(home) | {
         "ANTHROPIC_BASE_URL": url,
@@ -182,9 +194,13 @@ def run_claude(url: str, tmp_path: Path) -> Run:
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
-    argv = [cli("claude"), "-p", "Print the e2e marker with Bash, then tell me what it printed."]
-    argv += ["--output-format", "json", "--allowedTools", "Bash"]
+    argv = [cli("claude"), "-p", prompt, "--output-format", output_format, "--allowedTools", tools]
+    if output_format == "stream-json":
+        argv.append("--verbose")
     return run_cli(argv, env, work)
+
+
+CODEX_PROMPT = "Add patched.txt with apply_patch, then print the e2e marker and report it."
 
 
 def run_codex(
@@ -194,11 +210,14 @@ def run_codex(
     stream_retries: int = 0,
     builtin: bool = False,
     compact_limit: int | None = None,
+    web_search: str | None = None,
+    prompt: str = CODEX_PROMPT,
 ) -> Run:
     """Codex against ``url``: through a custom provider (HTTP only), or with
     ``builtin=True`` as its built-in OpenAI provider at ``openai_base_url``, which
     talks the Responses WebSocket first and falls back to HTTP. ``compact_limit``
-    sets ``model_auto_compact_token_limit`` (the built-in provider compacts remotely)."""
+    sets ``model_auto_compact_token_limit`` (the built-in provider compacts remotely);
+    ``web_search`` sets its ``web_search`` mode ("live": the hosted tool, searching)."""
     home, work = workdirs(tmp_path)
     codex_home = home / ".codex"
     codex_home.mkdir()
@@ -217,6 +236,8 @@ stream_max_retries = {stream_retries}
         provider = f'openai_base_url = "{url}/v1"\n'
     if compact_limit is not None:
         provider = f"model_auto_compact_token_limit = {compact_limit}\n" + provider
+    if web_search is not None:
+        provider = f'web_search = "{web_search}"\n' + provider
 
     # A model Codex knows, so it sends what it sends real models (reasoning effort,
     # text.verbosity, the freeform apply_patch tool). Retries off unless asked: a
@@ -246,11 +267,13 @@ enabled = false
     if builtin:
         env["OPENAI_API_KEY"] = "dummy"
     argv = [cli("codex"), "exec", "--skip-git-repo-check", "--json"]
-    argv += ["Add patched.txt with apply_patch, then print the e2e marker and report it."]
-    return run_cli(argv, env, work)
+    return run_cli([*argv, prompt], env, work)
 
 
-def run_gemini(url: str, tmp_path: Path) -> Run:
+GEMINI_PROMPT = "Print the e2e marker with the shell tool, then tell me what it printed."
+
+
+def run_gemini(url: str, tmp_path: Path, *, prompt: str = GEMINI_PROMPT) -> Run:
     """Gemini CLI, headless, with an API key and the base URL of the middleware
     (DESIGN.md: what the real clients send)."""
     home, work = workdirs(tmp_path)
@@ -273,7 +296,7 @@ def run_gemini(url: str, tmp_path: Path) -> Run:
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
     argv = [cli("gemini"), "-m", "gemini-2.5-pro", "--yolo", "-o", "json"]
-    argv += ["-p", "Print the e2e marker with the shell tool, then tell me what it printed."]
+    argv += ["-p", prompt]
     return run_cli(argv, env, work)
 
 

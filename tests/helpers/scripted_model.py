@@ -32,6 +32,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from proxai_asgi import canonical as c
 from proxai_asgi.codec import ProtocolName, unfold
 from proxai_asgi.errors import ProxyError, TranslationReport
@@ -111,6 +113,10 @@ class ScriptedModel:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------------ the model
+
+    def raw_answer(self, request: c.Request) -> tuple[bytes, bytes] | None:
+        """A provider's own answer bytes (JSON, SSE) instead of ``answer``'s, or None."""
+        return None
 
     def answer(self, request: c.Request, n: int) -> c.Response:
         results = [
@@ -269,6 +275,10 @@ class ScriptedModel:
         if call is not None:
             request.model, request.stream = call.model, call.stream
         ex.decoded = request
+        raw = self.raw_answer(request)
+        if raw is not None:
+            await reply(200, *((_SSE_CT, [raw[1]]) if request.stream else (_JSON_CT, [raw[0]])))
+            return
         response = ex.answer = self.answer(request, n)
         if not request.stream:
             await reply(200, _JSON_CT, [codec.encode_response(response, request)])
@@ -280,7 +290,9 @@ class ScriptedModel:
         if broken:  # a few events, then EOF before the terminal event
             first_delta = next(i for i, e in enumerate(events) if isinstance(e, c.BlockDelta))
             events = events[: first_delta + 1]
-        encoder = codec.stream_encoder(request)
+        # (Its answer searches nothing: an encoder told of an offered search may hold
+        # the answer back for it, as Anthropic's does, and a cut stream must show text.)
+        encoder = codec.stream_encoder(msgspec.structs.replace(request, web_search=None))
         chunks = [data for data in map(encoder.encode, events) if data]
         await reply(200, _SSE_CT, chunks)
 
