@@ -43,7 +43,7 @@ from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, hosted_search, json_objects, policy, tool_schemas
+from .._kit import exact_json, hosted_code, hosted_search, json_objects, policy, tool_schemas
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import is_data_url, parse_data_url
@@ -160,6 +160,7 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
         tools=tools,
         hosted_tools=hosted,
         web_search=web_search,
+        code_execution=hosted_code.code_in(hosted, report) if hosted else None,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
         max_tokens=req.max_tokens,
@@ -1389,15 +1390,18 @@ def _tools_general(
                 strict=True if t.strict else None,
             )
         )
-    own_search = False
+    own_search = own_code = False
     for h in request.hosted_tools:
         if h.protocol == "anthropic_messages":
             out.append(h.raw)
             own_search = own_search or hosted_search.is_search_tool(h)
-        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
-            report.drop(f"tools.{h.type}")
+            own_code = own_code or hosted_code.is_code_tool(h)
+        elif not hosted_search.is_search_tool(h) and not hosted_code.is_code_tool(h):
+            report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and not own_search:
         out.append(search.tool_out(request.web_search, report))
+    if request.code_execution is not None and not own_code:
+        out.append(dict(hosted_code.ANTHROPIC_TOOL))
     return out
 
 

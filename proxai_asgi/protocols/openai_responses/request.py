@@ -16,7 +16,7 @@ from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, hosted_search, policy, tool_schemas
+from .._kit import exact_json, hosted_code, hosted_search, policy, tool_schemas
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import data_url, is_data_url, parse_data_url
@@ -251,6 +251,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     )
     if hosted:
         out.web_search = search.search_in(hosted, report)
+        out.code_execution = hosted_code.code_in(hosted, report)
     if not usual:
         out.user = req.safety_identifier if req.safety_identifier is not None else req.user
         for name in _SAME_NAMED:
@@ -772,15 +773,19 @@ def _to_wire(
                 )
             )
     own_search: str | None = None  # the type of the client's own search tool
+    own_code = False
     for h in request.hosted_tools:
         if h.protocol == "openai_responses":
             tools.append(h.raw)
             if hosted_search.is_search_tool(h):
                 own_search = h.type
-        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
-            report.drop(f"tools.{h.type}")
+            own_code = own_code or hosted_code.is_code_tool(h)
+        elif not hosted_search.is_search_tool(h) and not hosted_code.is_code_tool(h):
+            report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and own_search is None:
         tools.append(search.tool_out(request.web_search, report))
+    if request.code_execution is not None and not own_code:
+        tools.append(dict(hosted_code.RESPONSES_TOOL))
 
     tool_choice: Any = None
     parallel: bool | None = None
@@ -822,6 +827,8 @@ def _to_wire(
         # The pages a search found are listed only when asked for: without them an
         # Anthropic client's search result (and a Gemini one's grounding) would be empty.
         include = [*(include or ()), "web_search_call.action.sources"]
+    if request.code_execution is not None and not own_code:
+        include = [*(include or ()), hosted_code.RESPONSES_INCLUDE]
 
     max_tokens = request.max_tokens
     if max_tokens is not None and max_tokens < MIN_OUTPUT_TOKENS:
