@@ -51,7 +51,7 @@ from .._kit import exact_json, hosted_code, hosted_search, json_objects, policy,
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import is_data_url, parse_data_url
-from . import search, signatures, validate, wire
+from . import code_run, search, signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel
 
@@ -1234,6 +1234,9 @@ def _model_out(
         elif type(p) is c.ServerToolUse and p.name == SEARCH:
             # Gemini's history has no search: what it found, as the model's text.
             part = wire.Part(text=hosted_search.as_text(p))
+        elif type(p) is c.ServerToolUse and p.name == hosted_code.CODE:
+            out.extend(code_run.replay_out(p))  # its own parts, or text
+            continue
         else:
             report.drop(f"messages.content.{type(p).__struct_config__.tag}")
             continue

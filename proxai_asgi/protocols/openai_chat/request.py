@@ -855,6 +855,8 @@ class _Encoder:
             elif type(p) is c.ServerToolUse and p.name == SEARCH:
                 # a replayed search: what it found, as the model's text
                 texts.append(hosted_search.as_text(p) + "\n\n")
+            elif type(p) is c.ServerToolUse and p.name == hosted_code.CODE:
+                texts.append(hosted_code.as_text(p) + "\n\n")  # (likewise a code run)
             else:
                 self.report.drop(f"assistant.{type(p).__name__.lower()}")
         text = texts[0] if len(texts) == 1 else "".join(texts)

@@ -21,7 +21,7 @@ from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import data_url, is_data_url, parse_data_url
 from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
-from . import search
+from . import code_run, search
 from . import wire as w
 from .response import reasoning_in
 
@@ -47,6 +47,7 @@ _client_tool: LazyDecoder[w.FunctionTool | w.CustomTool] = LazyDecoder(
 )
 _message_item: LazyDecoder[w.MessageItem] = LazyDecoder(w.MessageItem)
 _search_call: LazyDecoder[search.CallItem] = LazyDecoder(search.CallItem)
+_code_call: LazyDecoder[code_run.CallItem] = LazyDecoder(code_run.CallItem)
 _item_decoders: dict[str, LazyDecoder[Any]] = {
     "message": _message_item,
     "function_call": LazyDecoder(w.FunctionCallItem),
@@ -89,7 +90,6 @@ _HOSTED_ITEMS = frozenset(
         "compaction",
         "compaction_trigger",
         "image_generation_call",
-        "code_interpreter_call",
         "local_shell_call",
         "local_shell_call_output",
         "shell_call",
@@ -495,6 +495,10 @@ def _input_messages(
             turn = _turn(messages, "assistant")
             role = "assistant"
             turn.append(search.replay_in(item))
+        elif type(item) is code_run.CallItem:
+            turn = _turn(messages, "assistant")
+            role = "assistant"
+            turn.append(code_run.use_in(item))
         else:
             assert type(item) is w.ItemReference
             report.reject(
@@ -518,7 +522,7 @@ def _input_messages(
 
 def _decoded_items(
     input: list[Raw] | list[w.InputItem], report: TranslationReport
-) -> Iterator[tuple[int, w.InputItem | search.CallItem]]:
+) -> Iterator[tuple[int, w.InputItem | search.CallItem | code_run.CallItem]]:
     """The raw items decoded, with their place in ``input``; dropped ones left out."""
     for i, raw in enumerate(input):
         item = _decode_item(raw, i, report) if type(raw) is Raw else raw
@@ -545,7 +549,7 @@ def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
 
 def _decode_item(
     raw: Raw, i: int, report: TranslationReport
-) -> w.InputItem | search.CallItem | None:
+) -> w.InputItem | search.CallItem | code_run.CallItem | None:
     """``input[i]``, decoded once in the usual cases: as a message (which decodes with
     or without ``type: "message"``, as the "easy" messages most SDK users send have
     none), or through the tagged union of the typed items (Codex types every item).
@@ -570,7 +574,7 @@ def _decode_item(
 
 def _careful_item(
     raw: Raw, i: int, report: TranslationReport
-) -> w.InputItem | search.CallItem | None:
+) -> w.InputItem | search.CallItem | code_run.CallItem | None:
     """An item neither decoder took: an item reference, a hosted tool's item (dropped
     and reported: None), an unknown type, or a malformed item, whose 400 names it. The
     head is decoded first to pick the item's decoder (an untyped item is a message)."""
@@ -588,6 +592,8 @@ def _careful_item(
         return None
     if kind == "web_search_call":
         return _decode(_search_call, raw, path)
+    if kind == "code_interpreter_call":
+        return _decode(_code_call, raw, path)
     decoder = _item_decoders.get(kind)
     if decoder is None:
         raise ProxyError.invalid(
@@ -1023,6 +1029,13 @@ def _message_items(m: c.Message, items: list[Any], report: TranslationReport) ->
             elif p.name == SEARCH and assistant:
                 # Another provider's search, as text: its id is not one OpenAI issued.
                 pending.append(w.AssistantText(text=hosted_search.as_text(p)))
+            elif p.name == hosted_code.CODE and assistant and code_run.own_call(p):
+                if pending:
+                    items.append(w.MessageItem(role="assistant", content=pending))
+                    pending = []
+                items.append(code_run.call_out(p))
+            elif p.name == hosted_code.CODE and assistant:
+                pending.append(w.AssistantText(text=hosted_code.as_text(p)))  # (likewise)
             else:
                 report.drop("server_tool_use")
     if pending:
