@@ -141,6 +141,15 @@ def client_view(client: str, body: bytes, stream: bool) -> tuple[list[Any], str]
     return [(code, out) for code, _, out in gist["runs"]], gist["text"]
 
 
+def searches_counted(body: bytes) -> int:
+    """The searches an Anthropic client's answer (plain or streamed) reports."""
+    if body.startswith(b"{"):
+        usage = json.loads(body)["usage"]
+    else:
+        usage = validate_anthropic_stream(body).usage or {}
+    return int((usage.get("server_tool_use") or {}).get("web_search_requests", 0))
+
+
 def sdk_view(client: str, base: str, stream: bool) -> tuple[list[Any], str] | None:
     """The same through the client's SDK (its accumulator, when streamed)."""
     if client == "anthropic_messages":
@@ -203,7 +212,8 @@ def test_a_code_execution_answer_reaches_every_client_with_its_run(
 ) -> None:
     fake.push(provider_answer(upstream))
     base = stack.proxy(fake, upstream, inner=inner)  # type: ignore[arg-type]
-    runs, text = client_view(client, raw_call(client, base, stream), stream)
+    body = raw_call(client, base, stream)
+    runs, text = client_view(client, body, stream)
     if client in CLIENT_TOOL:  # the upstream got its own code tool for the client's
         sent = upstream_code_tool(upstream, fake.seen[-1].json())
         assert sent == [CLIENT_TOOL[upstream]]
@@ -212,6 +222,8 @@ def test_a_code_execution_answer_reaches_every_client_with_its_run(
         assert runs == []
         return
     assert runs == [(ca.CODE[upstream], ca.STDOUT)]
+    if client == "anthropic_messages":  # a run is no search: "Did 0 searches"
+        assert searches_counted(body) == 0
     via_sdk = sdk_view(client, base, stream)
     if via_sdk is not None:
         assert via_sdk == (runs, text)
