@@ -1419,7 +1419,9 @@ def _tools_general(
             out.append(h.raw)
             own_search = own_search or hosted_search.is_search_tool(h)
             own_code = own_code or hosted_code.is_code_tool(h)
-        elif not hosted_search.is_search_tool(h) and not hosted_code.is_code_tool(h):
+        elif not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
             report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and not own_search:
         out.append(search.tool_out(request.web_search, report))

@@ -1023,7 +1023,9 @@ def _to_wire(
                 )
             )
     for h in request.hosted_tools:
-        if not hosted_search.is_search_tool(h) and not hosted_code.is_code_tool(h):
+        if not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
             report.drop(f"tools.{h.type}")
     if request.code_execution is not None:
         report.drop("tools.code_execution")  # no sandbox behind Chat (the proxy runs none)

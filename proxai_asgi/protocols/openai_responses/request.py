@@ -786,7 +786,9 @@ def _to_wire(
             if hosted_search.is_search_tool(h):
                 own_search = h.type
             own_code = own_code or hosted_code.is_code_tool(h)
-        elif not hosted_search.is_search_tool(h) and not hosted_code.is_code_tool(h):
+        elif not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
             report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and own_search is None:
         tools.append(search.tool_out(request.web_search, report))
