@@ -227,3 +227,15 @@ def test_a_code_execution_answer_reaches_every_client_with_its_run(
     via_sdk = sdk_view(client, base, stream)
     if via_sdk is not None:
         assert via_sdk == (runs, text)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("upstream", UPSTREAMS)
+def test_a_same_protocol_code_execution_answer_passes_through_unchanged(
+    stack: Stack, fake: FakeUpstream, upstream: str, stream: bool
+) -> None:
+    fake.push(provider_answer(upstream))
+    base = stack.proxy(fake, upstream)  # type: ignore[arg-type]
+    plain, streamed = ca.ANSWERS[upstream]
+    assert raw_call(upstream, base, stream) == (streamed() if stream else plain())
+    assert upstream_code_tool(upstream, fake.seen[-1].json()) == [CLIENT_TOOL[upstream]]
