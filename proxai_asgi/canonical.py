@@ -134,6 +134,18 @@ class SearchHit(msgspec.Struct, gc=False, kw_only=True):
     encrypted_content: str | None = None  # Anthropic's opaque page content, replayable
 
 
+class CodeResult(msgspec.Struct, gc=False, kw_only=True):
+    """What a hosted code execution printed, in the shape every protocol's maps to
+    (Anthropic ``*code_execution_tool_result``, a Responses ``code_interpreter_call``'s
+    ``logs`` outputs, Gemini ``codeExecutionResult``). ``return_code`` None: the
+    provider did not say (Responses); ``error`` a provider error code (the run failed)."""
+
+    stdout: str = ""
+    stderr: str = ""
+    return_code: int | None = None
+    error: str | None = None
+
+
 class ServerToolUse(msgspec.Struct, gc=False, tag="server_tool", kw_only=True):
     """A hosted tool run by the provider or by the proxy (web search, web fetch...)
     with its result. ``name`` is canonical ("web_search", "web_fetch", ...);
@@ -149,6 +161,9 @@ class ServerToolUse(msgspec.Struct, gc=False, tag="server_tool", kw_only=True):
     result: Any = None
     hits: list[SearchHit] | None = None
     error: str | None = None
+    # A code execution (``name == "code_execution"``, ``input`` {"code", "language"}):
+    # what it printed (None: no result yet, or the upstream gave none).
+    code: CodeResult | None = None
 
 
 Part = Text | Image | File | Refusal | Reasoning | ToolCall | ToolResult | ServerToolUse
@@ -204,6 +219,13 @@ class WebSearch(msgspec.Struct, gc=False, kw_only=True):
     context_size: Literal["low", "medium", "high"] | None = None
 
 
+class CodeExecution(msgspec.Struct, gc=False, kw_only=True):
+    """The client's hosted code execution (Anthropic ``code_execution_*``, Responses
+    ``code_interpreter``, Gemini ``codeExecution``): a sandbox the provider runs. It has
+    no option the others share (containers and files are each provider's own; the
+    decoder reports them)."""
+
+
 class ToolChoice(msgspec.Struct, gc=False, kw_only=True):
     mode: Literal["auto", "none", "required", "tool"]
     name: str | None = None  # with mode == "tool"
@@ -235,6 +257,7 @@ class Request(msgspec.Struct, gc=False, kw_only=True):
     tools: list[Tool] = msgspec.field(default_factory=list)
     hosted_tools: list[HostedTool] = msgspec.field(default_factory=list)
     web_search: WebSearch | None = None  # the client offered its provider's web search
+    code_execution: CodeExecution | None = None  # ... its provider's code execution
     # Set by the translation: the upstream tells a search's results after the text that
     # cites them (Gemini's grounding comes last), so a client whose protocol puts them
     # first (Anthropic) holds the answer until they come; others stream as it comes.

@@ -27,6 +27,11 @@ Rules (the real API's behaviour plus DESIGN.md "Wire facts"):
   ``web_search_result_location`` citation has url, title, string ``cited_text`` and a
   non-empty ``encrypted_index``; ``usage.server_tool_use.web_search_requests`` is an
   integer when present;
+- code execution: a ``server_tool_use`` named ``code_execution`` (input ``{code}``) or
+  ``bash_code_execution`` (input ``{command}``), then its ``code_execution_tool_result``
+  / ``bash_code_execution_tool_result`` (same ``tool_use_id``, no deltas) whose content is
+  ``{type: <prefix>_result, stdout, stderr (strings), return_code (int), content (list)}``
+  or ``{type: <prefix>_tool_result_error, error_code}`` with a known code;
 - exactly one ``message_delta`` after every block stopped, with a valid non-null
   ``stop_reason``, a ``stop_sequence`` key, ``stop_details`` only with ``refusal``, and
   ``usage`` with integer ``output_tokens`` (and integer input/cache figures when present);
@@ -159,6 +164,38 @@ def check_citation(where: str, x: dict[str, Any]) -> None:
     assert x["encrypted_index"], f"{where}: empty encrypted_index"
 
 
+# The code execution tools' call names and the input key each takes.
+CODE_INPUTS = {"code_execution": "code", "bash_code_execution": "command"}
+CODE_ERRORS = frozenset(
+    {
+        "unavailable",
+        "too_many_requests",
+        "execution_time_exceeded",
+        "invalid_tool_input",
+        "output_file_too_large",
+    }
+)
+_code_calls: dict[str, str] = {}  # a call's id -> its name (ids are unique: checked)
+
+
+def _check_code_result(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
+    prefix = str(cb.get("type")).removesuffix("_tool_result")
+    tid = cb.get("tool_use_id")
+    assert tid in tool_ids and _code_calls.get(tid) == prefix, (
+        f"event {i}: {cb.get('type')} for an unknown {prefix} call"
+    )
+    content = cb.get("content")
+    assert isinstance(content, dict), f"event {i}: code result content not an object"
+    if content.get("type") == f"{prefix}_tool_result_error":
+        assert content.get("error_code") in CODE_ERRORS, f"event {i}: bad code error code"
+        return
+    assert content.get("type") == f"{prefix}_result", f"event {i}: bad code result {content!r}"
+    for key in ("stdout", "stderr"):
+        assert isinstance(content.get(key), str), f"event {i}: code result {key} not a string"
+    assert type(content.get("return_code")) is int, f"event {i}: return_code not an int"
+    assert isinstance(content.get("content"), list), f"event {i}: code result content list"
+
+
 def _check_start(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
     kind = cb.get("type")
     if kind == "server_tool_use":
@@ -168,11 +205,17 @@ def _check_start(i: int, cb: dict[str, Any], tool_ids: set[str]) -> None:
         )
         assert tid not in tool_ids, f"event {i}: duplicate tool id {tid}"
         tool_ids.add(tid)
-        assert cb.get("name") == "web_search", f"event {i}: server tool {cb.get('name')!r}"
+        name = cb.get("name")
+        assert name == "web_search" or name in CODE_INPUTS, f"event {i}: server tool {name!r}"
+        if name in CODE_INPUTS:
+            _code_calls[tid] = name
         assert cb.get("input") == {}, f"event {i}: server_tool_use must start with input {{}}"
         return
     if kind == "web_search_tool_result":
         _check_search_result(i, cb, tool_ids)
+        return
+    if kind in ("code_execution_tool_result", "bash_code_execution_tool_result"):
+        _check_code_result(i, cb, tool_ids)
         return
     if kind == "text":
         assert cb.get("text") == "", f"event {i}: text block must start with text ''"
@@ -230,8 +273,9 @@ def _check_stop(i: int, block: Block) -> None:
         assert isinstance(value, dict), f"event {i}: tool input is not a JSON object"
     if block.type == "server_tool_use":
         value = json.loads(block.partial_json or "null")
-        assert isinstance(value, dict) and isinstance(value.get("query"), str), (
-            f"event {i}: a search's input has no query"
+        key = CODE_INPUTS.get(block.start.get("name"), "query")  # type: ignore[arg-type]
+        assert isinstance(value, dict) and isinstance(value.get(key), str), (
+            f"event {i}: a {block.start.get('name')} input has no {key}"
         )
 
 
@@ -326,11 +370,16 @@ def validate_anthropic_message(body: bytes) -> dict[str, Any]:
     for i, b in enumerate(m.get("content") or []):
         if b.get("type") == "server_tool_use":
             _check_start(i, {**b, "input": {}}, tool_ids)
-            assert isinstance((b.get("input") or {}).get("query"), str), f"block {i}: query"
+            key = CODE_INPUTS.get(b.get("name"), "query")  # type: ignore[arg-type]
+            assert isinstance((b.get("input") or {}).get(key), str), f"block {i}: {key}"
         elif b.get("type") == "text":
             assert isinstance(b.get("text"), str) and b["text"], f"block {i}: empty text"
             for x in b.get("citations") or []:
                 check_citation(f"block {i}", x)
-        elif b.get("type") == "web_search_tool_result":
+        elif b.get("type") in (
+            "web_search_tool_result",
+            "code_execution_tool_result",
+            "bash_code_execution_tool_result",
+        ):
             _check_start(i, b, tool_ids)
     return m

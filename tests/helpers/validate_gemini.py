@@ -14,7 +14,10 @@ Rules checked (what the real API sends and what google-genai / Gemini CLI read):
   with a ``web`` uri and title, supports whose ``groundingChunkIndices`` name chunks and
   whose segment is a UTF-8 *byte* span of the answer's text (its non-thought text parts
   joined, the whole stream's) that holds exactly ``segment.text``; a
-  ``searchEntryPoint`` has string ``renderedContent``.
+  ``searchEntryPoint`` has string ``renderedContent``;
+- code execution: an ``executableCode`` part ``{language: PYTHON, code}`` and, after
+  it, a ``codeExecutionResult`` part ``{outcome: OUTCOME_*, output}``; the gist's
+  ``runs`` lists them as ``(code, outcome, output)``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,17 @@ def _check_part(p: dict[str, Any]) -> None:
         assert isinstance(fc.get("args"), dict), fc
     if "thought" in p:
         assert p["thought"] is True and "text" in p, p
+    if "executableCode" in p:
+        ex = p["executableCode"]
+        assert ex.get("language") in _LANGUAGES and isinstance(ex.get("code"), str), ex
+    if "codeExecutionResult" in p:
+        res = p["codeExecutionResult"]
+        assert res.get("outcome") in _OUTCOMES, res
+        assert isinstance(res.get("output", ""), str), res
+
+
+_LANGUAGES = ("PYTHON", "LANGUAGE_UNSPECIFIED")
+_OUTCOMES = ("OUTCOME_OK", "OUTCOME_FAILED", "OUTCOME_DEADLINE_EXCEEDED", "OUTCOME_UNSPECIFIED")
 
 
 def check_grounding(text: str, meta: dict[str, Any]) -> None:
@@ -98,6 +112,7 @@ def gist_of(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     texts and thoughts joined, calls, signatures, finish and usage."""
     text, thoughts = "", ""
     calls: list[tuple[str | None, str, dict[str, Any]]] = []
+    runs: list[list[Any]] = []  # [code, outcome, output] (a result follows its code)
     sigs: list[str] = []
     finish = message = None
     usage: dict[str, Any] = {}
@@ -116,6 +131,12 @@ def gist_of(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                     calls.append((fc.get("id"), fc["name"], fc.get("args") or {}))
                 elif "text" in p:
                     text += p["text"]
+                elif "executableCode" in p:
+                    runs.append([p["executableCode"]["code"], None, None])
+                elif "codeExecutionResult" in p:
+                    assert runs and runs[-1][1] is None, "a code result without its code"
+                    res = p["codeExecutionResult"]
+                    runs[-1][1:] = [res["outcome"], res.get("output", "")]
             finish = cand.get("finishReason") or finish
             message = cand.get("finishMessage") or message
     return {
@@ -124,6 +145,7 @@ def gist_of(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         "text": text,
         "thoughts": thoughts,
         "calls": calls,
+        "runs": [tuple(r) for r in runs],
         "signatures": sigs,
         "finish": finish,
         "finish_message": message,

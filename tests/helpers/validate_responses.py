@@ -32,7 +32,13 @@ Rules (OpenAI's wire behaviour plus DESIGN.md "Wire facts"):
   ``action`` of type ``search``, gets ``web_search_call.in_progress``, ``.searching`` and
   ``.completed`` in that order, and is done ``completed`` (or ``failed``) with its query
   and ``sources`` (``{type: url, url}``); a ``url_citation`` annotation has url, title
-  and integer offsets.
+  and integer offsets;
+- code interpreter: a ``code_interpreter_call`` item (``ci_``) is added ``in_progress``
+  with a ``container_id`` and null ``code``/``outputs``, gets
+  ``code_interpreter_call.in_progress``, ``_code.delta`` (any number), ``_code.done``
+  (the deltas joined), ``.interpreting`` and ``.completed`` in that order, and is done
+  ``completed`` (or ``failed``) with the streamed ``code`` and ``outputs`` a list of
+  ``{type: logs, logs}`` / ``{type: image, url}``.
 """
 
 from __future__ import annotations
@@ -71,9 +77,21 @@ EVENT_TYPES = frozenset(
         "response.web_search_call.in_progress",
         "response.web_search_call.searching",
         "response.web_search_call.completed",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
         "error",
     }
 )
+CODE_STEPS = (
+    "response.code_interpreter_call.in_progress",
+    "response.code_interpreter_call_code.done",
+    "response.code_interpreter_call.interpreting",
+    "response.code_interpreter_call.completed",
+)
+CODE_DELTA = "response.code_interpreter_call_code.delta"
 SEARCH_STEPS = (
     "response.web_search_call.in_progress",
     "response.web_search_call.searching",
@@ -90,6 +108,7 @@ ID_PREFIX = {
     "function_call": "fc_",
     "custom_tool_call": "ctc_",
     "web_search_call": "ws_",  # (issue 30: a hosted search, or one the proxy ran)
+    "code_interpreter_call": "ci_",
 }
 PART_OF_DELTA = {
     "response.output_text.delta": "output_text",
@@ -116,6 +135,8 @@ class _Item:
     arguments_done: bool = False
     done: dict[str, Any] | None = None
     search_steps: int = 0  # web_search_call progress events seen
+    code_steps: int = 0  # code_interpreter_call progress events seen (``CODE_STEPS``)
+    code: str = ""  # the code deltas joined
 
     @property
     def id(self) -> str:
@@ -254,6 +275,12 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
                 assert item.get("status") == "in_progress", f"{where}: added search status"
                 action = item.get("action") or {}
                 assert action.get("type") == "search", f"{where}: a search without its action"
+            elif itype == "code_interpreter_call":
+                assert item.get("status") == "in_progress", f"{where}: added run status"
+                assert isinstance(item.get("container_id"), str), f"{where}: no container_id"
+                assert item.get("code") is None and item.get("outputs") is None, (
+                    f"{where}: an added run has code or outputs"
+                )
             it = _Item(added=item)
             items.append(it)
             by_id[iid] = it
@@ -263,6 +290,17 @@ def validate_responses_stream(body: bytes) -> ResponsesStream:
         if kind == "response.output_item.done":
             _check_item_done(where, ev, it)
             it.done = ev["item"]
+        elif kind in CODE_STEPS or kind == CODE_DELTA:
+            assert it.type == "code_interpreter_call", f"{where}: {kind} on a {it.type}"
+            if kind == CODE_DELTA:
+                assert it.code_steps == 1, f"{where}: code delta out of order"
+                assert isinstance(ev.get("delta"), str), f"{where}: code delta not a string"
+                it.code += ev["delta"]
+            else:
+                assert CODE_STEPS.index(kind) == it.code_steps, f"{where}: {kind} out of order"
+                if kind == "response.code_interpreter_call_code.done":
+                    assert ev.get("code") == it.code, f"{where}: code differs from the deltas"
+                it.code_steps += 1
         elif kind in SEARCH_STEPS:
             assert it.type == "web_search_call", f"{where}: {kind} on a {it.type}"
             assert SEARCH_STEPS.index(kind) == it.search_steps, f"{where}: {kind} out of order"
@@ -390,6 +428,20 @@ def check_search_item(where: str, item: dict[str, Any]) -> None:
         assert src.get("type") == "url" and isinstance(src.get("url"), str), f"{where}: source"
 
 
+def check_code_item(where: str, item: dict[str, Any]) -> None:
+    assert str(item.get("id", "")).startswith("ci_"), f"{where}: run id"
+    assert item.get("status") in ("completed", "failed"), f"{where}: run status"
+    assert isinstance(item.get("container_id"), str), f"{where}: run without container_id"
+    assert isinstance(item.get("code"), str), f"{where}: run without code"
+    outputs = item.get("outputs")
+    assert isinstance(outputs, list), f"{where}: run outputs not a list"
+    for o in outputs:
+        if o.get("type") == "logs":
+            assert isinstance(o.get("logs"), str), f"{where}: logs not a string"
+        else:
+            assert o.get("type") == "image" and isinstance(o.get("url"), str), f"{where}: output"
+
+
 def _text_key(part_type: str) -> str:
     return "refusal" if part_type == "refusal" else "text"
 
@@ -448,6 +500,10 @@ def _check_item_done(where: str, ev: dict[str, Any], it: _Item) -> None:
     elif it.type == "web_search_call":
         assert it.search_steps == len(SEARCH_STEPS), f"{where}: search done before completed"
         check_search_item(where, item)
+    elif it.type == "code_interpreter_call":
+        assert it.code_steps == len(CODE_STEPS), f"{where}: run done before completed"
+        assert item.get("code") == it.code, f"{where}: run code differs from the streamed"
+        check_code_item(where, item)
     elif it.type == "reasoning":
         summary = item.get("summary")
         assert summary == [{"type": "summary_text", "text": s.text} for s in it.summaries], (

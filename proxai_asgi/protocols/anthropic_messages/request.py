@@ -43,11 +43,11 @@ from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, hosted_search, json_objects, policy, tool_schemas
+from .._kit import exact_json, hosted_code, hosted_search, json_objects, policy, tool_schemas
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import is_data_url, parse_data_url
-from . import cache_breakpoints, search, wire
+from . import cache_breakpoints, code_exec, search, wire
 from .cache_breakpoints import MARKER
 from .response import citations_in, reasoning_from_thinking
 from .validate import image_media_type, system_placement, tool_results_follow, validate
@@ -160,6 +160,7 @@ def _request_in(req: wire.ClientMessagesRequest, report: TranslationReport) -> c
         tools=tools,
         hosted_tools=hosted,
         web_search=web_search,
+        code_execution=hosted_code.code_in(hosted, report) if hosted else None,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
         max_tokens=req.max_tokens,
@@ -555,9 +556,29 @@ def _assistant_turn(
             type(x) is wire.ServerToolUseBlock and x.id == b.tool_use_id for x in blocks
         ):
             pass  # (taken with its call)
+        elif type(b) is wire.ServerToolUseBlock and (run := _code_run(blocks, b)) is not None:
+            append(run)
+        elif code_exec.is_result(b) and any(
+            type(x) is wire.ServerToolUseBlock and x.id == b.tool_use_id  # type: ignore[union-attr]
+            for x in blocks
+        ):
+            pass  # (taken with its call)
         else:
             report.drop(f"messages.content.{_tag(b)}")
     return c.Message(role="assistant", content=parts)
+
+
+def _code_run(
+    blocks: list[wire.ClientInputBlock], call: wire.ServerToolUseBlock
+) -> c.ServerToolUse | None:
+    """A replayed code run (the call and its result) as the canonical run; None for a
+    call that is no run (file edits) or has no result."""
+    for b in blocks:
+        if code_exec.is_result(b) and b.tool_use_id == call.id:  # type: ignore[union-attr]
+            run = c.ServerToolUse(id=call.id, name=call.name, input=dict(call.input or {}))
+            code_exec.result_in(run, b.content)  # type: ignore[union-attr]
+            return run if run.name == hosted_code.CODE else None
+    return None
 
 
 def _search_result(
@@ -1072,6 +1093,9 @@ def _messages_out(
             elif type(p) is c.ServerToolUse and assistant and p.name == SEARCH:
                 blocks.extend(search.replay_out(p))
                 other = True
+            elif type(p) is c.ServerToolUse and assistant and p.name == hosted_code.CODE:
+                blocks.extend(code_exec.replay_out(p))
+                other = True
             else:
                 role = "assistant" if assistant else "user"
                 j = _position(m.content, p)
@@ -1389,15 +1413,20 @@ def _tools_general(
                 strict=True if t.strict else None,
             )
         )
-    own_search = False
+    own_search = own_code = False
     for h in request.hosted_tools:
         if h.protocol == "anthropic_messages":
             out.append(h.raw)
             own_search = own_search or hosted_search.is_search_tool(h)
-        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
-            report.drop(f"tools.{h.type}")
+            own_code = own_code or hosted_code.is_code_tool(h)
+        elif not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
+            report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and not own_search:
         out.append(search.tool_out(request.web_search, report))
+    if request.code_execution is not None and not own_code:
+        out.append(dict(hosted_code.ANTHROPIC_TOOL))
     return out
 
 

@@ -21,8 +21,9 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import hosted_code
 from .._kit import search_results as sr
-from . import wire
+from . import code_exec, wire
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -331,6 +332,10 @@ def decode_response(body: bytes) -> c.Response:
                 found = c.ServerToolUse(id=b.tool_use_id, name="web_search")
                 parts.append(found)
             search_result_in(found, b.content)
+        elif code_exec.is_result(b):
+            found = servers.get(b.tool_use_id)  # type: ignore[union-attr]
+            if found is not None:  # (a result without its call says nothing to run)
+                code_exec.result_in(found, b.content)  # type: ignore[union-attr]
     return c.Response(
         id=msg.id,
         model=msg.model,
@@ -407,6 +412,8 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
         elif sr.is_search(p):
             blocks.extend(search_blocks(p))  # type: ignore[arg-type]
             searches += p.error is None  # type: ignore[union-attr]  # a failed one is not billed
+        elif hosted_code.is_code(p):
+            blocks.extend(code_exec.blocks_out(p))  # type: ignore[arg-type]
         # Other server tools (and request-only parts) have no client shape here: skipped.
     stop, details = final_stop(
         response.stop_reason, tools > 0, refusal, response.refusal_explanation

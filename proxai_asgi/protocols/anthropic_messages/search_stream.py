@@ -21,7 +21,8 @@ from typing import Any
 import msgspec
 
 from ... import canonical as c
-from . import wire
+from .._kit.hosted_code import CODE
+from . import code_exec, wire
 from .response import search_blocks, search_result_in
 
 _json = msgspec.json.Decoder()
@@ -50,6 +51,11 @@ class ServerBlocks:
             use = found or c.ServerToolUse(id=block.tool_use_id, name="web_search")
             search_result_in(use, block.content)
             return use
+        if code_exec.is_result(block):
+            found = self._calls.pop(block.tool_use_id, None)  # type: ignore[union-attr]
+            if found is not None:  # (a result without its call says nothing to run)
+                code_exec.result_in(found, block.content)  # type: ignore[union-attr]
+                return found if found.name == CODE else None
         return None
 
     def delta(self, upstream_index: int, delta: wire.Delta) -> None:
@@ -70,10 +76,10 @@ class ServerBlocks:
 
 
 def search_frames(use: c.ServerToolUse, first: int, frame: Any) -> bytes:
-    """The two blocks of a search at wire indices ``first`` and ``first + 1``: the call
-    (started with an empty input, then one ``input_json_delta``, as the API streams it)
-    and its result (whole in its start)."""
-    call, result = search_blocks(use)
+    """The two blocks of a search (or a code run) at wire indices ``first`` and
+    ``first + 1``: the call (started with an empty input, then one ``input_json_delta``,
+    as the API streams it) and its result (whole in its start)."""
+    call, result = code_exec.blocks_out(use) if use.name == CODE else search_blocks(use)
     partial = msgspec.json.encode(call.input).decode()
     return b"".join(
         (

@@ -38,8 +38,8 @@ from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import frame_head
+from .._kit import hosted_code, tokens
 from .._kit import search_results as sr
-from .._kit import tokens
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
 from . import wire
 from .errors import error_event, stream_error_from_body
@@ -585,12 +585,13 @@ class AnthropicStreamEncoder:
     def _on_server_tool(self, ev: c.ServerTool) -> bytes:
         """A search's two blocks, between the blocks around it (others: no shape)."""
         out = self._start(None)
-        if not sr.is_search(ev.use):
+        search = sr.is_search(ev.use)
+        if not search and not hosted_code.is_code(ev.use):
             return out
         if self._block is not None:
             out += self._close_active()
         out += self._drain(force=True)
-        self._searches += ev.use.error is None  # a failed search is not billed
+        self._searches += search and ev.use.error is None  # a failed search is not billed
         first = self._next_wire
         self._next_wire += 2
         return out + search_frames(ev.use, first, frame)

@@ -177,15 +177,23 @@ class WebFetchToolResultBlock(_Dropped, tag="web_fetch_tool_result"): ...
 class AdvisorToolResultBlock(_Dropped, tag="advisor_tool_result"): ...
 
 
-class CodeExecutionToolResultBlock(_Dropped, tag="code_execution_tool_result"): ...
+# Code execution results (``code.py``): the older tool's (Python), the current one's
+# bash and file editing; ``content`` is the result object or its error object.
+class CodeExecutionToolResultBlock(_Block, tag="code_execution_tool_result"):
+    tool_use_id: str = ""
+    content: Any = None
 
 
-class BashCodeExecutionToolResultBlock(_Dropped, tag="bash_code_execution_tool_result"): ...
+class BashCodeExecutionToolResultBlock(_Block, tag="bash_code_execution_tool_result"):
+    tool_use_id: str = ""
+    content: Any = None
 
 
 class TextEditorCodeExecutionToolResultBlock(
-    _Dropped, tag="text_editor_code_execution_tool_result"
-): ...
+    _Block, tag="text_editor_code_execution_tool_result"
+):
+    tool_use_id: str = ""
+    content: Any = None
 
 
 class ToolSearchToolResultBlock(_Dropped, tag="tool_search_tool_result"): ...
@@ -263,6 +271,9 @@ OutputBlock = (
     | ToolUseBlock
     | ServerToolUseBlock
     | WebSearchToolResultBlock
+    | CodeExecutionToolResultBlock
+    | BashCodeExecutionToolResultBlock
+    | TextEditorCodeExecutionToolResultBlock
 )
 """The response block types this codec understands (others are skipped upstream)."""
 

@@ -47,11 +47,11 @@ from ... import canonical as c
 from ...checks import settle, settles
 from ...codec import RARE_REQUEST_FIELDS, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
-from .._kit import exact_json, hosted_search, json_objects, policy, tool_schemas
+from .._kit import exact_json, hosted_code, hosted_search, json_objects, policy, tool_schemas
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import is_data_url, parse_data_url
-from . import search, signatures, validate, wire
+from . import code_run, search, signatures, validate, wire
 from .response import parts_in
 from .validate import camel as _camel
 
@@ -355,6 +355,7 @@ def to_canonical(
         tools=tools,
         hosted_tools=hosted,
         web_search=search.search_in(req.tools or [], report) if hosted else None,
+        code_execution=hosted_code.code_in(hosted, report) if hosted else None,
         stream=stream,
         include_usage=stream,
     )
@@ -1233,6 +1234,9 @@ def _model_out(
         elif type(p) is c.ServerToolUse and p.name == SEARCH:
             # Gemini's history has no search: what it found, as the model's text.
             part = wire.Part(text=hosted_search.as_text(p))
+        elif type(p) is c.ServerToolUse and p.name == hosted_code.CODE:
+            out.extend(code_run.replay_out(p))  # its own parts, or text
+            continue
         else:
             report.drop(f"messages.content.{type(p).__struct_config__.tag}")
             continue
@@ -1325,15 +1329,20 @@ def _tools_out(
     out: list[wire.DeclarationsOut | dict[str, Any]] = (
         [wire.DeclarationsOut(decls)] if decls else []
     )
-    own_search = False
+    own_search = own_code = False
     for h in request.hosted_tools:
         if h.protocol == "gemini_generate_content":
             out.append(h.raw)
             own_search = own_search or hosted_search.is_search_tool(h)
-        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
-            report.drop(f"tools.{h.type}")
+            own_code = own_code or hosted_code.is_code_tool(h)
+        elif not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
+            report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and not own_search:
         out.append(search.tool_out(request.web_search, report))
+    if request.code_execution is not None and not own_code:
+        out.append(dict(hosted_code.GEMINI_TOOL))
     return out
 
 

@@ -30,8 +30,9 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import hosted_code
 from .._kit import search_results as sr
-from . import grounding, signatures, wire
+from . import code_run, grounding, signatures, wire
 
 _encoder = msgspec.json.Encoder()
 _json = msgspec.json.Decoder()
@@ -185,6 +186,10 @@ def parts_in(
                 last.text += p.text
             else:
                 out.append(c.Text(text=p.text))
+        elif p.executable_code is not None:
+            out.append(code_run.use_in(p.executable_code))
+        elif p.code_execution_result is not None:
+            code_run.attach(out, p.code_execution_result)
         elif other is not None:
             part = other(p)
             if part is not None:
@@ -328,8 +333,11 @@ def encode_response(response: c.Response, request: c.Request) -> bytes:
             if args is None:
                 continue
             part = wire.Part(function_call=wire.FunctionCall(id=p.id, name=p.name, args=args))
+        elif hosted_code.is_code(p):
+            *head, part = code_run.parts_out(p)  # type: ignore[arg-type]
+            parts.extend(head)
         else:
-            continue  # server tool parts have no Gemini answer shape
+            continue  # a search is grounding (below); other server tools have no shape
         if pending is not None:
             part.thought_signature, pending = pending, None
         parts.append(part)

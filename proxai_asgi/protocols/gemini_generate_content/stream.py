@@ -31,8 +31,10 @@ from ... import reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
 from ...sse import encode_event
+from .._kit import hosted_code
+from .._kit import search_results as sr
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
-from . import grounding, signatures, wire
+from . import code_run, grounding, signatures, wire
 from .errors import error_response, stream_error
 from .grounding import grounding_out
 from .response import (
@@ -95,6 +97,7 @@ class GeminiStreamDecoder:
         "_next",
         "_open",
         "_open_kind",
+        "_run",
         "_sealed",
         "_started",
         "_texts",
@@ -119,6 +122,8 @@ class GeminiStreamDecoder:
         # answer: each text block's text is kept to turn them into spans.
         self._grounding: dict[str, Any] | None = None
         self._texts: dict[int, list[str]] = {}
+        # A code run told (``executableCode``) whose result has not come yet.
+        self._run: c.ServerToolUse | None = None
 
     def feed(self, event: SSEEvent) -> list[c.StreamEvent]:
         if self._done:
@@ -193,6 +198,9 @@ class GeminiStreamDecoder:
         out: list[c.StreamEvent] = []
         searches = self._grounded(out)
         self._close_open(out)
+        if self._run is not None:  # (a run whose result never came)
+            out.append(c.ServerTool(index=self._new(), use=self._run))
+            self._run = None
         out.extend(searches)
         usage = usage_in(self._usage)
         usage.server_tool_requests = grounding.search_count(self._grounding)
@@ -241,6 +249,20 @@ class GeminiStreamDecoder:
         return [
             c.ServerTool(index=self._new(), use=u) for u in grounding.searches_in(meta, self._id)
         ]
+
+    def _code(self, p: wire.Part, out: list[c.StreamEvent]) -> None:
+        """A code run is one ``ServerTool`` once its result comes (between blocks); a
+        run whose result never comes is told at its next part, without one."""
+        self._close_open(out)
+        if self._run is not None and p.executable_code is not None:
+            out.append(c.ServerTool(index=self._new(), use=self._run))
+            self._run = None
+        if p.executable_code is not None:
+            self._run = code_run.use_in(p.executable_code)
+        elif self._run is not None and p.code_execution_result is not None:
+            code_run.result_in(self._run, p.code_execution_result)
+            out.append(c.ServerTool(index=self._new(), use=self._run))
+            self._run = None
 
     def _new(self) -> int:
         i = self._next
@@ -300,7 +322,9 @@ class GeminiStreamDecoder:
                     out.append(c.BlockDelta(index=i, text=bare.text))
                 out.append(self._tokens(i, bare))
             out.append(c.BlockStop(index=i))
-        if p.function_call is not None:
+        if p.executable_code is not None or p.code_execution_result is not None:
+            self._code(p, out)
+        elif p.function_call is not None:
             self._close_open(out)
             fc = p.function_call
             i = self._new()
@@ -459,7 +483,10 @@ class GeminiStreamEncoder:
         return b""  # grounding supports, on the last chunk
 
     def _on_server_tool(self, ev: c.ServerTool) -> bytes:
-        self._searches.append(ev.use)
+        if hosted_code.is_code(ev.use):  # a code run: its two parts, where it ran
+            return self._chunk(code_run.parts_out(ev.use))
+        if sr.is_search(ev.use):
+            self._searches.append(ev.use)
         return b""  # grounding, on the last chunk
 
     def _grounding(self) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, hosted_search, openai_checks, policy, tool_schemas
+from .._kit import exact_json, hosted_code, hosted_search, openai_checks, policy, tool_schemas
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import data_url, parse_data_url
@@ -855,6 +855,8 @@ class _Encoder:
             elif type(p) is c.ServerToolUse and p.name == SEARCH:
                 # a replayed search: what it found, as the model's text
                 texts.append(hosted_search.as_text(p) + "\n\n")
+            elif type(p) is c.ServerToolUse and p.name == hosted_code.CODE:
+                texts.append(hosted_code.as_text(p) + "\n\n")  # (likewise a code run)
             else:
                 self.report.drop(f"assistant.{type(p).__name__.lower()}")
         text = texts[0] if len(texts) == 1 else "".join(texts)
@@ -1021,8 +1023,12 @@ def _to_wire(
                 )
             )
     for h in request.hosted_tools:
-        if not hosted_search.is_search_tool(h):
+        if not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
             report.drop(f"tools.{h.type}")
+    if request.code_execution is not None:
+        report.drop("tools.code_execution")  # no sandbox behind Chat (the proxy runs none)
     if request.web_search is not None:
         # A Chat upstream does not search (``hosts_web_search``): the proxy runs the
         # search where it is configured to, before this encoder; here it is reported.

@@ -16,12 +16,12 @@ from ...checks import settles
 from ...codec import OnePassDecoder, UpstreamOptions, absent
 from ...errors import ProxyError, TranslationReport
 from ...lazy_decoder import LazyDecoder
-from .._kit import exact_json, hosted_search, policy, tool_schemas
+from .._kit import exact_json, hosted_code, hosted_search, policy, tool_schemas
 from .._kit.fast_paths import FAST
 from .._kit.hosted_search import SEARCH
 from .._kit.media import data_url, is_data_url, parse_data_url
 from .._kit.openai_checks import check_at_least, check_effort, check_image_url, check_range
-from . import search
+from . import code_run, search
 from . import wire as w
 from .response import reasoning_in
 
@@ -47,6 +47,7 @@ _client_tool: LazyDecoder[w.FunctionTool | w.CustomTool] = LazyDecoder(
 )
 _message_item: LazyDecoder[w.MessageItem] = LazyDecoder(w.MessageItem)
 _search_call: LazyDecoder[search.CallItem] = LazyDecoder(search.CallItem)
+_code_call: LazyDecoder[code_run.CallItem] = LazyDecoder(code_run.CallItem)
 _item_decoders: dict[str, LazyDecoder[Any]] = {
     "message": _message_item,
     "function_call": LazyDecoder(w.FunctionCallItem),
@@ -89,7 +90,6 @@ _HOSTED_ITEMS = frozenset(
         "compaction",
         "compaction_trigger",
         "image_generation_call",
-        "code_interpreter_call",
         "local_shell_call",
         "local_shell_call_output",
         "shell_call",
@@ -251,6 +251,7 @@ def decode_request(body: bytes, report: TranslationReport) -> c.Request:
     )
     if hosted:
         out.web_search = search.search_in(hosted, report)
+        out.code_execution = hosted_code.code_in(hosted, report)
     if not usual:
         out.user = req.safety_identifier if req.safety_identifier is not None else req.user
         for name in _SAME_NAMED:
@@ -494,6 +495,10 @@ def _input_messages(
             turn = _turn(messages, "assistant")
             role = "assistant"
             turn.append(search.replay_in(item))
+        elif type(item) is code_run.CallItem:
+            turn = _turn(messages, "assistant")
+            role = "assistant"
+            turn.append(code_run.use_in(item))
         else:
             assert type(item) is w.ItemReference
             report.reject(
@@ -517,7 +522,7 @@ def _input_messages(
 
 def _decoded_items(
     input: list[Raw] | list[w.InputItem], report: TranslationReport
-) -> Iterator[tuple[int, w.InputItem | search.CallItem]]:
+) -> Iterator[tuple[int, w.InputItem | search.CallItem | code_run.CallItem]]:
     """The raw items decoded, with their place in ``input``; dropped ones left out."""
     for i, raw in enumerate(input):
         item = _decode_item(raw, i, report) if type(raw) is Raw else raw
@@ -544,7 +549,7 @@ def _user_parts_only(content: str | list[w.InputContent], i: int) -> None:
 
 def _decode_item(
     raw: Raw, i: int, report: TranslationReport
-) -> w.InputItem | search.CallItem | None:
+) -> w.InputItem | search.CallItem | code_run.CallItem | None:
     """``input[i]``, decoded once in the usual cases: as a message (which decodes with
     or without ``type: "message"``, as the "easy" messages most SDK users send have
     none), or through the tagged union of the typed items (Codex types every item).
@@ -569,7 +574,7 @@ def _decode_item(
 
 def _careful_item(
     raw: Raw, i: int, report: TranslationReport
-) -> w.InputItem | search.CallItem | None:
+) -> w.InputItem | search.CallItem | code_run.CallItem | None:
     """An item neither decoder took: an item reference, a hosted tool's item (dropped
     and reported: None), an unknown type, or a malformed item, whose 400 names it. The
     head is decoded first to pick the item's decoder (an untyped item is a message)."""
@@ -587,6 +592,8 @@ def _careful_item(
         return None
     if kind == "web_search_call":
         return _decode(_search_call, raw, path)
+    if kind == "code_interpreter_call":
+        return _decode(_code_call, raw, path)
     decoder = _item_decoders.get(kind)
     if decoder is None:
         raise ProxyError.invalid(
@@ -772,15 +779,21 @@ def _to_wire(
                 )
             )
     own_search: str | None = None  # the type of the client's own search tool
+    own_code = False
     for h in request.hosted_tools:
         if h.protocol == "openai_responses":
             tools.append(h.raw)
             if hosted_search.is_search_tool(h):
                 own_search = h.type
-        elif not hosted_search.is_search_tool(h):  # (a search is written from web_search)
-            report.drop(f"tools.{h.type}")
+            own_code = own_code or hosted_code.is_code_tool(h)
+        elif not hosted_search.is_search_tool(h) and not (
+            request.code_execution and hosted_code.is_code_tool(h)
+        ):
+            report.drop(f"tools.{h.type}")  # (a search, a sandbox: written from canonical)
     if request.web_search is not None and own_search is None:
         tools.append(search.tool_out(request.web_search, report))
+    if request.code_execution is not None and not own_code:
+        tools.append(dict(hosted_code.RESPONSES_TOOL))
 
     tool_choice: Any = None
     parallel: bool | None = None
@@ -822,6 +835,8 @@ def _to_wire(
         # The pages a search found are listed only when asked for: without them an
         # Anthropic client's search result (and a Gemini one's grounding) would be empty.
         include = [*(include or ()), "web_search_call.action.sources"]
+    if request.code_execution is not None and not own_code:
+        include = [*(include or ()), hosted_code.RESPONSES_INCLUDE]
 
     max_tokens = request.max_tokens
     if max_tokens is not None and max_tokens < MIN_OUTPUT_TOKENS:
@@ -1016,6 +1031,13 @@ def _message_items(m: c.Message, items: list[Any], report: TranslationReport) ->
             elif p.name == SEARCH and assistant:
                 # Another provider's search, as text: its id is not one OpenAI issued.
                 pending.append(w.AssistantText(text=hosted_search.as_text(p)))
+            elif p.name == hosted_code.CODE and assistant and code_run.own_call(p):
+                if pending:
+                    items.append(w.MessageItem(role="assistant", content=pending))
+                    pending = []
+                items.append(code_run.call_out(p))
+            elif p.name == hosted_code.CODE and assistant:
+                pending.append(w.AssistantText(text=hosted_code.as_text(p)))  # (likewise)
             else:
                 report.drop("server_tool_use")
     if pending:

@@ -17,7 +17,9 @@ from ... import canonical as c
 from ... import ids, reasoning_carry
 from ...errors import ProxyError
 from ...lazy_decoder import LazyDecoder
+from .._kit import hosted_code
 from .._kit import search_results as sr
+from . import code_run
 from . import wire as w
 
 _up_response: LazyDecoder[w.UpResponse] = LazyDecoder(w.UpResponse)
@@ -171,6 +173,8 @@ def decode_response(body: bytes) -> c.Response:
             )
         elif type(item) is w.UpWebSearchCall:
             content.append(search_in(item))
+        elif type(item) is w.UpCodeInterpreterCall:
+            content.append(code_run.use_in(item))
     reason = r.incomplete_details.reason if r.incomplete_details else None
     return c.Response(
         id=r.id,
@@ -178,7 +182,7 @@ def decode_response(body: bytes) -> c.Response:
         content=content,
         stop_reason=stop_from_responses(r.status, reason, has_tool_calls, has_refusal),
         refusal_explanation=explanation,
-        usage=usage_in(r.usage, sum(type(p) is c.ServerToolUse for p in content)),
+        usage=usage_in(r.usage, len(sr.searches(content))),  # (code runs are billed apart)
         created=int(r.created_at),
     )
 
@@ -581,6 +585,9 @@ def output_items(response: c.Response, rid: str | None = None) -> list[w.OutputI
             joinable = refused = None
             item_id = search_item_id(p, rid, len(items))  # type: ignore[arg-type]
             items.append(search_item(p, item_id, True))  # type: ignore[arg-type]
+        elif hosted_code.is_code(p):
+            joinable = refused = None
+            items.append(code_run.item_out(p))  # type: ignore[arg-type]
         # Other server tools have no Responses shape: dropped in both paths alike.
     if shows_explanation(response.stop_reason, response.refusal_explanation, shown):
         items.append(refusal_message(rid, len(items), response.refusal_explanation or ""))

@@ -33,8 +33,10 @@ from ...codec import RefusalJoin
 from ...errors import ProxyError, kind_for_status
 from ...lazy_decoder import LazyDecoder
 from ...sse import SSEEvent, frame_head
+from .._kit import hosted_code
 from .._kit import search_results as sr
 from .._kit.delta_runs import Held, decoded, encode_deltas_with
+from . import code_run
 from . import response as r
 from . import wire as w
 
@@ -368,6 +370,9 @@ class ResponsesStreamDecoder:
                 self._stop(item.block, out)
         elif isinstance(up, w.UpWebSearchCall):  # whole once done: its query and sources
             out.append(c.ServerTool(index=self._next_block, use=r.search_in(up)))
+            self._next_block += 1
+        elif isinstance(up, w.UpCodeInterpreterCall):  # whole once done: code and logs
+            out.append(c.ServerTool(index=self._next_block, use=code_run.use_in(up)))
             self._next_block += 1
         elif item.kind is _TOOL and item.block is not None:
             if not item.delta_seen:
@@ -772,6 +777,11 @@ _FRAME_HEAD: dict[type[Any], bytes] = {
         w.WebSearchInProgress,
         w.WebSearchSearching,
         w.WebSearchCompleted,
+        w.CodeInProgress,
+        w.CodeDelta,
+        w.CodeDone,
+        w.CodeInterpreting,
+        w.CodeCompleted,
         w.RefusalDelta,
         w.RefusalDone,
         w.SummaryPartAdded,
@@ -1161,7 +1171,15 @@ class ResponsesStreamEncoder:
         return out
 
     def _server_tool(self, ev: c.ServerTool) -> bytes:
-        """A search as a ``web_search_call`` item with its progress events, whole."""
+        """A search as a ``web_search_call`` item with its progress events, whole (a
+        code run likewise, as a ``code_interpreter_call``)."""
+        if hosted_code.is_code(ev.use):
+            self._msg = None
+            use, n = ev.use, len(self._items)
+            out = self._add_item(code_run.item_out(use, done=False))
+            for event in code_run.events_out(use, n, self._next):
+                out += self._frame(event)
+            return out + self._item_done(n, code_run.item_out(use))
         if not sr.is_search(ev.use):
             return b""
         self._msg = None  # nothing joins a message across it

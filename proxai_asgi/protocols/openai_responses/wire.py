@@ -335,12 +335,21 @@ class OutputWebSearchCall(_Tagged, tag="web_search_call"):
     action: dict[str, Any]
 
 
+class OutputCodeInterpreterCall(_Tagged, tag="code_interpreter_call"):
+    id: str
+    status: str
+    container_id: str
+    code: str | None
+    outputs: list[dict[str, Any]] | None
+
+
 OutputItem = (
     OutputMessage
     | OutputReasoning
     | OutputFunctionCall
     | OutputCustomToolCall
     | OutputWebSearchCall
+    | OutputCodeInterpreterCall
 )
 
 
@@ -570,6 +579,33 @@ class WebSearchCompleted(_Event, tag="response.web_search_call.completed"):
     output_index: int
 
 
+class CodeInProgress(_Event, tag="response.code_interpreter_call.in_progress"):
+    item_id: str
+    output_index: int
+
+
+class CodeDelta(_Event, tag="response.code_interpreter_call_code.delta"):
+    item_id: str
+    output_index: int
+    delta: str
+
+
+class CodeDone(_Event, tag="response.code_interpreter_call_code.done"):
+    item_id: str
+    output_index: int
+    code: str
+
+
+class CodeInterpreting(_Event, tag="response.code_interpreter_call.interpreting"):
+    item_id: str
+    output_index: int
+
+
+class CodeCompleted(_Event, tag="response.code_interpreter_call.completed"):
+    item_id: str
+    output_index: int
+
+
 class ErrorEvent(_Event, tag="error"):
     code: str | None
     message: str
@@ -658,9 +694,31 @@ class UpWebSearchCall(Struct, tag_field="type", tag="web_search_call"):
     status: str | None = None
 
 
-UpItem = UpMessage | UpReasoning | UpFunctionCall | UpCustomToolCall | UpWebSearchCall
+class UpCodeInterpreterCall(Struct, tag_field="type", tag="code_interpreter_call"):
+    id: str = ""
+    code: str | None = None
+    outputs: list[dict[str, Any]] | None = None
+    status: str | None = None
+    container_id: str | None = None
+
+
+UpItem = (
+    UpMessage
+    | UpReasoning
+    | UpFunctionCall
+    | UpCustomToolCall
+    | UpWebSearchCall
+    | UpCodeInterpreterCall
+)
 UP_ITEM_TYPES = frozenset(
-    {"message", "reasoning", "function_call", "custom_tool_call", "web_search_call"}
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "custom_tool_call",
+        "web_search_call",
+        "code_interpreter_call",
+    }
 )
 
 
