@@ -7,7 +7,6 @@ reads as 0 and a failed one as 1 (and a non-zero return code is a failed outcome
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ... import canonical as c
@@ -28,6 +27,8 @@ def use_in(executable: dict[str, Any]) -> c.ServerToolUse:
         if isinstance(language, str) and language != "LANGUAGE_UNSPECIFIED"
         else "python"
     )
+    import hashlib  # here: importing it costs every process ~6 ms of OpenSSL
+
     digest = hashlib.sha256(code.encode()).hexdigest()[:24]
     return c.ServerToolUse(id=ID_PREFIX + digest, name=CODE, input={"code": code, "language": lang})
 
