@@ -315,6 +315,19 @@ class Usage(msgspec.Struct, gc=False, kw_only=True):
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        """Two answers' usage together (a cut answer and its continuation: both billed)."""
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cache_creation_1h_tokens=self.cache_creation_1h_tokens
+            + other.cache_creation_1h_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            server_tool_requests=self.server_tool_requests + other.server_tool_requests,
+        )
+
 
 class Response(msgspec.Struct, gc=False, kw_only=True):
     id: str  # upstream id as received; each client codec derives its own prefix

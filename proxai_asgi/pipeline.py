@@ -314,7 +314,10 @@ class StreamTranslator:
                     if log is not None:
                         log.append(e)
             if kind is _MESSAGE_START:
-                self.model = cast(c.MessageStart, ev).model
+                start = cast(c.MessageStart, ev)
+                self.model = start.model
+                # the prompt's figures, known early: what a cut answer used, at least
+                self.usage = start.usage
             elif kind is _FINISH:
                 self.usage = cast(c.Finish, ev).usage
                 self.done = True

@@ -228,6 +228,7 @@ async def _relay(race: Race, target: Target) -> Failed | None:
         return None
     error = cut or ProxyError(502, "upstream stream ended before its end", kind="bad_gateway")
     stalled = _stalled(up, quiet)
+    relay.note_usage()  # the cut answer's, billed beside its continuation's
     if not partial and await continuing.relayed(race, target, kept, error, stalled):
         await ex.body(b"", more=False)
         return None

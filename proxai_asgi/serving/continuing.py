@@ -148,7 +148,12 @@ async def _continue(
                 candidate.fallback_index,
                 mode,
             )
-            ex.usage = splice.usage
+            # Both answers were billed: the cut one's usage (as far as it told it)
+            # and the continuation's.
+            if ex.usage is not None and splice.usage is not None:
+                ex.usage = ex.usage + splice.usage
+            else:
+                ex.usage = splice.usage or ex.usage
             return True  # finished, or (diverged) ended with the original failure
     if released and last is not None:
         await ex.body(last.fail())  # the original failure, after the continued text

@@ -163,9 +163,7 @@ class PassthroughRelay:
             return
         if self._tail is not None:
             await self._release()
-            if self._on_usage is not None:
-                usage = self._strip.usage if self._strip is not None else None
-                self._on_usage(usage or self._codec.relayed_stream_usage(self._tail))
+            self.note_usage()
             await self._body(self._codec.stream_epilogue(self._tail, None), False)
             return
         if self._expected is not None and self._received < self._expected:
@@ -182,9 +180,18 @@ class PassthroughRelay:
             raise err  # nothing sent yet: the client gets it in its own shape
         if self._tail is not None:
             await self._release()
+            self.note_usage()  # what the cut answer used so far is billed all the same
             await self._body(self._codec.stream_epilogue(self._tail, err), False)
             return
         raise ResponseAborted(err.message)
+
+    def note_usage(self) -> None:
+        """Accounting: the usage the stream relayed so far tells (its whole usage at
+        its end; at a cut, what its first and last frames say: a prompt's tokens, a
+        Gemini chunk's running count)."""
+        if self._on_usage is not None and self._tail is not None:
+            usage = self._strip.usage if self._strip is not None else None
+            self._on_usage(usage or self._codec.relayed_stream_usage(self._tail))
 
     async def _release(self) -> None:
         """A frame the strip still holds (the body ended without its blank line)."""

@@ -142,3 +142,37 @@ def test_a_stream_cut_after_its_content_is_continued_to_one_whole_answer(
     assert s.counts == {"m": 2}  # the broken stream, then the continuation
     continued = env[0].fake.seen[1].json()["messages"][-1]
     assert continued["role"] == "assistant"  # asked as a prefill of the text sent
+
+
+@pytest.mark.parametrize("client", ["anthropic_messages", "openai_chat_completions"])
+def test_a_continued_answer_bills_the_cut_answer_and_its_continuation(
+    env: Any, transport: str, client: ProtocolName
+) -> None:
+    """Both upstream answers were billed: the ledger records the cut one's prompt (its
+    ``message_start``) beside the continuation's whole usage, relayed or translated."""
+    import asyncio
+    import time
+
+    from proxai_asgi import ProxaiMiddleware
+    from proxai_asgi.usage import MemoryLedger
+    from tests.helpers.servers import serve
+
+    script(env, cut_then_continue)
+    board, base, es = env
+    spare = [Fallback(upstream(GEMINI, base), model="spare")]
+    target = None if transport == "inner" else base
+    ledger = MemoryLedger()
+    route = Route("*", upstream(ANTHROPIC, target), fallbacks=spare)
+    url = es.enter_context(serve(ProxaiMiddleware(board, routes=[route], ledger=ledger)))
+    path, body = CLIENTS[client]
+    r = httpx.post(url + path, json=body, timeout=10)
+    assert r.status_code == 200 and client_text(client, r.content)[0] == ANSWER
+    # The account is settled once the answer is sent: the client may read its end first.
+    for _ in range(300):
+        records = asyncio.run(ledger.records())
+        if records:
+            break
+        time.sleep(0.01)
+    (rec,) = records
+    rest = len(ANSWER.split()) - CUT_AFTER
+    assert (rec.input_tokens, rec.output_tokens) == (5 + 5, rest)  # two prompts billed
