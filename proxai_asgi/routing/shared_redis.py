@@ -185,19 +185,11 @@ class RedisRoutingState:
         local: MemoryRoutingState | None = None,
     ) -> None:
         self._owns_client = client is None
-        if client is None:
-            if url is None:
-                raise ValueError("RedisRoutingState needs a url or a client")
-            from redis.asyncio import Redis
-
-            client = Redis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
-            )
-        self.redis: Any = client
+        self.redis: Any = shared_client(url, client, timeout, "RedisRoutingState")
         self.prefix = prefix
         self.timeout = timeout
         self.local = local if local is not None else MemoryRoutingState()
-        self.outage = _Outage(self._ping, _without_password(url or _client_url(client)), backoff)
+        self.outage = _Outage(self._ping, where(url, self.redis), backoff)
         self._cooled = self.redis.register_script(_COOLED)
         self._cool = self.redis.register_script(_COOL)
         self._claim = self.redis.register_script(_CLAIM)
@@ -277,6 +269,25 @@ class RedisRoutingState:
         await self.local.aclose()
         if self._owns_client:
             await self.redis.aclose()
+
+
+def shared_client(url: str | None, client: Redis | None, timeout: float, who: str) -> Any:
+    """``client`` (the response store's, to share its pool), else one for ``url`` whose
+    every call gives up after ``timeout`` seconds (a Redis that does not answer is down)."""
+    if client is not None:
+        return client
+    if url is None:
+        raise ValueError(f"{who} needs a url or a client")
+    from redis.asyncio import Redis
+
+    return Redis.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
+    )
+
+
+def where(url: str | None, client: Any) -> str:
+    """The server a log line names, its password left out."""
+    return _without_password(url or _client_url(client))
 
 
 def _client_url(client: Any) -> str:

@@ -26,8 +26,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..routing.shared_redis import DEFAULT_BACKOFF, DEFAULT_TIMEOUT, _client_url, _Outage
-from ..store.redis import RedisStore, _without_password
+from ..routing.shared_redis import (
+    DEFAULT_BACKOFF,
+    DEFAULT_TIMEOUT,
+    _Outage,
+    shared_client,
+    where,
+)
+from ..store.redis import RedisStore
 from .budget_memory import MemoryBudgets
 from .holds import BudgetEngine, Draw, Hold
 
@@ -114,20 +120,11 @@ class RedisBudgets:
         local: MemoryBudgets | None = None,
     ) -> None:
         self._owns_client = client is None
-        if client is None:
-            if url is None:
-                raise ValueError("RedisBudgets needs a url or a client")
-            from redis.asyncio import Redis
-
-            client = Redis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
-            )
-        self.redis: Any = client
+        self.redis: Any = shared_client(url, client, timeout, "RedisBudgets")
         self.prefix = prefix
         self.timeout = timeout
         self.local = local if local is not None else MemoryBudgets()
-        where = _without_password(url or _client_url(client))
-        self.outage = _Outage(self._ping, where, backoff, what="budgets")
+        self.outage = _Outage(self._ping, where(url, self.redis), backoff, what="budgets")
         self._take = self.redis.register_script(_TAKE)
         self._settle = self.redis.register_script(_SETTLE)
 
