@@ -162,7 +162,17 @@ CODECS = frozenset(
     if d.is_dir() and (d / "__init__.py").exists() and not d.name.startswith("_")
 )
 # The layers above the codecs: a codec never reaches into them.
-ABOVE_CODECS = ("serving", "transport", "responses_state", "server", "middleware", "store")
+ABOVE_CODECS = (
+    "serving",
+    "transport",
+    "responses_state",
+    "server",
+    "middleware",
+    "store",
+    "usage",
+    "metrics",
+    "search",
+)
 
 
 def _module_name(path: Path) -> str:
